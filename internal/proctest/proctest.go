@@ -1,0 +1,97 @@
+// Package proctest finds processes by a marker in their command line, so
+// tests can prove that nothing they started is left running. Give each
+// test's processes a unique marker (for example a distinctive sleep
+// duration such as "sleep 917.25") and check it with [Gone].
+//
+// It reads /proc and therefore works on Linux only; elsewhere [Find]
+// reports nothing.
+package proctest
+
+import (
+	"bytes"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Find returns the pids of live (non-zombie) processes whose command line
+// contains marker.
+func Find(marker string) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		cmdline, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil || !bytes.Contains(bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}), []byte(marker)) {
+			continue
+		}
+		if zombie(e.Name()) {
+			continue
+		}
+		pids = append(pids, pid)
+	}
+	return pids
+}
+
+func zombie(pid string) bool {
+	stat, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return true // gone
+	}
+	// The state follows the parenthesised command name, which may contain
+	// spaces and parentheses itself.
+	i := bytes.LastIndexByte(stat, ')')
+	return i < 0 || i+2 >= len(stat) || stat[i+2] == 'Z'
+}
+
+// Gone waits up to limit for every process whose command line contains
+// marker to disappear, and fails the test naming the survivors otherwise.
+// limit only bounds a failing wait; a passing test returns as soon as the
+// processes are gone.
+func Gone(t testing.TB, marker string, limit time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		pids := Find(marker)
+		if len(pids) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("processes with %q still running: %s", marker, describe(pids))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Running waits up to limit until at least n processes match marker and
+// returns their pids, failing the test otherwise.
+func Running(t testing.TB, marker string, n int, limit time.Duration) []int {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		if pids := Find(marker); len(pids) >= n {
+			return pids
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("expected %d processes with %q, found %v", n, marker, Find(marker))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func describe(pids []int) string {
+	var parts []string
+	for _, pid := range pids {
+		cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+		parts = append(parts, strconv.Itoa(pid)+" "+strings.TrimSpace(string(bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}))))
+	}
+	return strings.Join(parts, "; ")
+}

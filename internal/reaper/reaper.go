@@ -1,0 +1,249 @@
+// Package reaper owns every process execd starts and everything those
+// processes leave behind, so that nothing outlives execd.
+//
+// # Contract
+//
+//   - Every child of the process is started with [Reaper.Start] and waited
+//     with [Reaper.Wait]; a process has at most one Reaper. Start refuses a
+//     command that would not lead its own process group (SysProcAttr.Setsid,
+//     or Setpgid with Pgid 0), so the group can be signalled as a whole.
+//   - On Linux the process becomes a child subreaper: descendants orphaned by
+//     their parent (`cmd &`, `setsid cmd &`, `nohup cmd &`, daemons) are
+//     re-parented to it instead of init. The Reaper reaps those orphans
+//     when they exit (on SIGCHLD) and never touches the children that Wait
+//     is responsible for. Elsewhere orphans cannot be found; only the
+//     process groups that Start created are tracked.
+//   - [New] marks every descriptor above 2 that the process inherited
+//     close-on-exec, so a child gets only its own stdin, stdout, stderr and
+//     whatever its Cmd passes explicitly (SPEC §9.2); Go's own descriptors
+//     are close-on-exec already, inherited ones are not.
+//   - [Reaper.Shutdown] signals every tracked group and every adopted
+//     orphan, SIGTERM first and SIGKILL after a grace period, until no
+//     descendant is left.
+//
+// The Reaper never kills a group on its own initiative before Shutdown: a
+// background process the user asked for keeps running (SPEC §9.3).
+//
+// A Reaper is safe for concurrent use.
+package reaper
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// ErrClosed is returned by Start once Shutdown has begun.
+var ErrClosed = errors.New("reaper: shutting down, no new processes")
+
+// ErrNoGroup is returned by Start for a command that would stay in the
+// caller's process group.
+var ErrNoGroup = errors.New("reaper: command must lead its own process group (set SysProcAttr.Setsid or Setpgid)")
+
+// pollInterval paces Shutdown while it waits for processes to go.
+const pollInterval = 10 * time.Millisecond
+
+// Reaper tracks the processes execd started. Create it with [New] and stop
+// it with [Reaper.Close] after [Reaper.Shutdown].
+type Reaper struct {
+	adopts bool // orphans are re-parented to this process (Linux)
+
+	mu      sync.Mutex
+	direct  map[int]bool // guarded by mu: started and not yet waited
+	groups  map[int]bool // guarded by mu: process groups Start created
+	closing bool         // guarded by mu
+
+	sigch chan os.Signal
+	stop  chan struct{}  // closed by Close
+	loop  sync.WaitGroup // the SIGCHLD loop
+}
+
+// New returns a Reaper, marks inherited descriptors close-on-exec and,
+// where the platform allows, makes the process a child subreaper. Call it
+// once, early, before starting any child.
+func New() *Reaper {
+	closeInheritedOnExec()
+	r := &Reaper{
+		adopts: becomeSubreaper() == nil,
+		direct: map[int]bool{},
+		groups: map[int]bool{},
+		sigch:  make(chan os.Signal, 1),
+		stop:   make(chan struct{}),
+	}
+	if r.adopts {
+		signal.Notify(r.sigch, syscall.SIGCHLD)
+		r.loop.Go(r.reapLoop)
+	}
+	return r
+}
+
+// Adopts reports whether orphaned descendants are re-parented to this
+// process and therefore found by Shutdown.
+func (r *Reaper) Adopts() bool { return r.adopts }
+
+// Start starts cmd and records its process group. The command must lead a
+// new group (see [ErrNoGroup]). After a successful Start the caller must
+// call [Reaper.Wait].
+func (r *Reaper) Start(cmd *exec.Cmd) error {
+	if a := cmd.SysProcAttr; a == nil || !(a.Setsid || (a.Setpgid && a.Pgid == 0)) {
+		return ErrNoGroup
+	}
+	// The lock is held from fork to registration, so the orphan scan,
+	// which decides under the same lock, never mistakes a new child for an
+	// orphan and reaps it from under cmd.Wait.
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closing {
+		return ErrClosed
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	pid := cmd.Process.Pid
+	r.direct[pid] = true
+	r.groups[pid] = true
+	return nil
+}
+
+// Wait waits for a command started with Start, like cmd.Wait. The group
+// stays tracked while it has members.
+func (r *Reaper) Wait(cmd *exec.Cmd) error {
+	err := cmd.Wait()
+	r.mu.Lock()
+	delete(r.direct, cmd.Process.Pid)
+	r.mu.Unlock()
+	return err
+}
+
+// Signal sends sig to the process group led by pid. A group that no longer
+// exists is not an error.
+func (r *Reaper) Signal(pid int, sig syscall.Signal) error {
+	if pid <= 1 {
+		return errors.New("reaper: refusing to signal a group below 2")
+	}
+	if err := unix.Kill(-pid, sig); err != nil && !errors.Is(err, unix.ESRCH) {
+		return err
+	}
+	return nil
+}
+
+// Shutdown refuses new processes, sends SIGTERM to every tracked group and
+// every adopted orphan (and its group), sends SIGKILL to whatever is left
+// after grace, and returns when no descendant is left or ctx is done.
+// Processes that Wait is responsible for are signalled but left to Wait
+// to reap.
+func (r *Reaper) Shutdown(ctx context.Context, grace time.Duration) error {
+	r.mu.Lock()
+	r.closing = true
+	r.mu.Unlock()
+
+	deadline := time.Now().Add(grace)
+	sig := unix.SIGTERM
+	sent := map[int]bool{} // targets already sent sig: -pgid for groups, pid for processes
+	tick := time.NewTicker(pollInterval)
+	defer tick.Stop()
+	for {
+		if !r.signalAll(sig, sent) {
+			return nil
+		}
+		if sig == unix.SIGTERM && time.Now().After(deadline) {
+			sig, sent = unix.SIGKILL, map[int]bool{}
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-tick.C:
+		}
+	}
+}
+
+// signalAll sends sig once to every live target and reports whether any
+// descendant is left.
+func (r *Reaper) signalAll(sig unix.Signal, sent map[int]bool) (alive bool) {
+	children := listChildren()
+	self := unix.Getpgrp()
+	send := func(target int) {
+		if target == -self || target == -1 || target == 0 || target == 1 || sent[target] {
+			return
+		}
+		sent[target] = true
+		_ = unix.Kill(target, sig) // ESRCH: gone meanwhile, which is the goal
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for pgid := range r.groups {
+		if unix.Kill(-pgid, 0) != nil {
+			delete(r.groups, pgid)
+			continue
+		}
+		alive = true
+		send(-pgid)
+	}
+	for _, pid := range children {
+		if !r.direct[pid] && reapOrphan(pid) {
+			continue
+		}
+		alive = true
+		pgid, err := unix.Getpgid(pid)
+		if err == nil {
+			send(-pgid)
+		}
+		if pgid != pid {
+			send(pid)
+		}
+	}
+	return alive
+}
+
+// Close stops reaping orphans. Call it after Shutdown.
+func (r *Reaper) Close() {
+	select {
+	case <-r.stop:
+		return
+	default:
+	}
+	close(r.stop)
+	if r.adopts {
+		signal.Stop(r.sigch)
+	}
+	r.loop.Wait()
+}
+
+// reapLoop reaps orphans each time a child changes state; it exits when
+// Close is called.
+func (r *Reaper) reapLoop() {
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-r.sigch:
+			r.reapOrphans()
+		}
+	}
+}
+
+// reapOrphans collects adopted orphans that exited and forgets groups that
+// have no member left.
+func (r *Reaper) reapOrphans() {
+	children := listChildren()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, pid := range children {
+		if !r.direct[pid] {
+			reapOrphan(pid)
+		}
+	}
+	for pgid := range r.groups {
+		if !r.direct[pgid] && unix.Kill(-pgid, 0) != nil {
+			delete(r.groups, pgid)
+		}
+	}
+}

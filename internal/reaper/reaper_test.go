@@ -1,0 +1,240 @@
+//go:build linux
+
+package reaper
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/execd/execd/internal/proctest"
+)
+
+// testReaper serves every test of this process: a process has at most one
+// Reaper. The child process of TestShutdownKillsEverythingAndEscalates
+// makes its own instead.
+var testReaper *Reaper
+
+func TestMain(m *testing.M) {
+	if os.Getenv("REAPER_TEST_CHILD") != "1" {
+		testReaper = New()
+	}
+	os.Exit(m.Run())
+}
+
+// waitLimit only turns a hang into a failure.
+const waitLimit = 10 * time.Second
+
+func bash(script string) *exec.Cmd {
+	cmd := exec.Command("bash", "-c", script)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	return cmd
+}
+
+func TestStartRequiresOwnGroup(t *testing.T) {
+	if err := testReaper.Start(exec.Command("true")); !errors.Is(err, ErrNoGroup) {
+		t.Fatalf("Start without a group = %v, want ErrNoGroup", err)
+	}
+	cmd := exec.Command("true")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := testReaper.Start(cmd); err != nil {
+		t.Fatal(err)
+	}
+	if err := testReaper.Wait(cmd); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestOrphansAreAdoptedAndReaped(t *testing.T) {
+	if !testReaper.Adopts() {
+		t.Skip("this kernel does not support PR_SET_CHILD_SUBREAPER")
+	}
+	const marker = "sleep 0.317"
+	cmd := bash(marker + " & setsid " + marker + " & exit 0")
+	if err := testReaper.Start(cmd); err != nil {
+		t.Fatal(err)
+	}
+	if err := testReaper.Wait(cmd); err != nil {
+		t.Fatalf("Wait: %v", err)
+	}
+	pids := proctest.Running(t, marker, 2, waitLimit)
+	for _, pid := range pids {
+		if ppid := parentOf(pid); ppid != os.Getpid() {
+			t.Errorf("orphan %d has parent %d, want this process %d", pid, ppid, os.Getpid())
+		}
+	}
+	// When the orphans exit they must be reaped, not left as zombies.
+	deadline := time.Now().Add(waitLimit)
+	for _, pid := range pids {
+		for exists(pid) {
+			if time.Now().After(deadline) {
+				t.Fatalf("orphan %d was not reaped", pid)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+func TestWaitOwnsDirectChildrenDespiteReaping(t *testing.T) {
+	// Many short children exiting while orphans are being reaped: every
+	// Wait must still get its own child's status.
+	for i := range 50 {
+		code := i % 7
+		cmd := bash("sleep 0.01 & exit " + strconv.Itoa(code))
+		if err := testReaper.Start(cmd); err != nil {
+			t.Fatal(err)
+		}
+		err := testReaper.Wait(cmd)
+		if got := cmd.ProcessState.ExitCode(); got != code {
+			t.Fatalf("run %d: exit code %d (err %v), want %d", i, got, err, code)
+		}
+	}
+}
+
+func TestShutdownKillsEverythingAndEscalates(t *testing.T) {
+	// A private Reaper would be a second one in this process; instead this
+	// test runs in a child process that owns its own.
+	if os.Getenv("REAPER_TEST_CHILD") == "1" {
+		shutdownChild(t)
+		return
+	}
+	if !testReaper.Adopts() {
+		t.Skip("this kernel does not support PR_SET_CHILD_SUBREAPER")
+	}
+	const marker = "sleep 913.5"
+	cmd := exec.Command(os.Args[0], "-test.run=^TestShutdownKillsEverythingAndEscalates$", "-test.v")
+	cmd.Env = append(os.Environ(), "REAPER_TEST_CHILD=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	out, err := runOwned(cmd)
+	if err != nil || !strings.Contains(out, "--- PASS") {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	proctest.Gone(t, marker, waitLimit)
+}
+
+// shutdownChild starts descendants of every kind, including ones that
+// ignore SIGTERM, and checks Shutdown leaves none.
+func shutdownChild(t *testing.T) {
+	const marker = "sleep 913.5"
+	r := New()
+	defer r.Close()
+	scripts := []string{
+		marker + " & " + marker + " & wait",             // group members
+		"setsid " + marker + " & exit 0",                // own session, orphaned
+		"nohup " + marker + " >/dev/null 2>&1 & exit 0", // nohup ignores SIGHUP
+		"trap '' TERM; " + marker + "; " + marker,       // ignores SIGTERM: needs SIGKILL
+		"setsid bash -c 'trap \"\" TERM; setsid " + marker + " & " + marker + "' & exit 0",
+	}
+	var waits []chan error
+	for _, s := range scripts {
+		cmd := bash(s)
+		if err := r.Start(cmd); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- r.Wait(cmd) }()
+		waits = append(waits, done)
+	}
+	proctest.Running(t, marker, 8, waitLimit)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	start := time.Now()
+	if err := r.Shutdown(ctx, 300*time.Millisecond); err != nil {
+		t.Fatalf("Shutdown: %v (left: %v)", err, proctest.Find(marker))
+	}
+	if d := time.Since(start); d < 300*time.Millisecond {
+		t.Errorf("Shutdown took %v: the SIGTERM-ignoring process cannot be gone before the grace period", d)
+	}
+	for _, w := range waits {
+		<-w
+	}
+	if left := proctest.Find(marker); len(left) > 0 {
+		t.Fatalf("left running: %v", left)
+	}
+	cmd := bash("true")
+	if err := r.Start(cmd); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Start after Shutdown = %v, want ErrClosed", err)
+	}
+}
+
+// runOwned runs cmd through the package's reaper and returns its output.
+func runOwned(cmd *exec.Cmd) (string, error) {
+	var b strings.Builder
+	cmd.Stdout, cmd.Stderr = &b, &b
+	if err := testReaper.Start(cmd); err != nil {
+		return "", err
+	}
+	err := testReaper.Wait(cmd)
+	return b.String(), err
+}
+
+func TestSignalGroup(t *testing.T) {
+	cmd := bash("sleep 100 & sleep 100")
+	if err := testReaper.Start(cmd); err != nil {
+		t.Fatal(err)
+	}
+	if err := testReaper.Signal(cmd.Process.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = testReaper.Wait(cmd)
+	if ws := cmd.ProcessState.Sys().(syscall.WaitStatus); ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("status %v, want killed by SIGKILL", ws)
+	}
+	if err := testReaper.Signal(cmd.Process.Pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("signalling a gone group = %v, want nil", err)
+	}
+	if err := testReaper.Signal(1, syscall.SIGTERM); err == nil {
+		t.Fatal("Signal(1) must be refused")
+	}
+}
+
+func parentOf(pid int) int {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return -1
+	}
+	s := string(stat)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	ppid, _ := strconv.Atoi(fields[1])
+	return ppid
+}
+
+func exists(pid int) bool {
+	_, err := os.Stat("/proc/" + strconv.Itoa(pid))
+	return err == nil
+}
+
+func TestInheritedDescriptorsBecomeCloseOnExec(t *testing.T) {
+	fd, err := syscall.Dup(0) // dup(2) does not set FD_CLOEXEC, like a leaky parent
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	if flags := fdFlags(t, fd); flags&syscall.FD_CLOEXEC != 0 {
+		t.Fatalf("setup: fd %d already close-on-exec", fd)
+	}
+	closeInheritedOnExec()
+	if flags := fdFlags(t, fd); flags&syscall.FD_CLOEXEC == 0 {
+		t.Fatalf("fd %d is still inherited by children", fd)
+	}
+	for std := range 3 {
+		if fdFlags(t, std)&syscall.FD_CLOEXEC != 0 {
+			t.Fatalf("fd %d must stay inheritable", std)
+		}
+	}
+}
+
+func fdFlags(t *testing.T, fd int) int {
+	t.Helper()
+	flags, _, errno := syscall.Syscall(syscall.SYS_FCNTL, uintptr(fd), syscall.F_GETFD, 0)
+	if errno != 0 {
+		t.Fatalf("fcntl(%d): %v", fd, errno)
+	}
+	return int(flags)
+}
