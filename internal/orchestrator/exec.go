@@ -1,0 +1,225 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// DescendantGrace is how long a one-shot call waits, after its command
+// exited, for descendants that still hold the output pipes (SPEC §9.3).
+const DescendantGrace = 250 * time.Millisecond
+
+// ExitTimedOut is the exit code of a command killed by its timeout
+// (SPEC §9.2, compat).
+const ExitTimedOut = 124
+
+// ExecRequest is a one-shot command.
+type ExecRequest struct {
+	Argv []string
+	// Workdir is resolved against the turn directory; "" means the turn
+	// directory.
+	Workdir string
+	// Timeout kills the command's process group; 0 means no timeout.
+	Timeout time.Duration
+	// Output, if set, sees the output as it arrives.
+	Output OutputFunc
+}
+
+// ExecResult is the outcome of a command that was started.
+type ExecResult struct {
+	// ExitCode is the exit status, 128+N when killed by signal N, and
+	// ExitTimedOut when the timeout killed it.
+	ExitCode int
+	// Signal is the signal that ended the command (0 if it exited or timed
+	// out).
+	Signal syscall.Signal
+	// TimedOut reports that the timeout killed the command.
+	TimedOut bool
+	// Stopped is why execd stopped the command before it finished (the
+	// cause of the request's context), or nil.
+	Stopped  error
+	Stdout   Capture
+	Stderr   Capture
+	Duration time.Duration
+}
+
+// SpawnError reports a command that could not be started.
+type SpawnError struct {
+	Program string
+	Err     error
+}
+
+func (e *SpawnError) Error() string { return fmt.Sprintf("cannot start %s: %v", e.Program, e.Err) }
+func (e *SpawnError) Unwrap() error { return e.Err }
+
+// Exec runs a one-shot command with stdin /dev/null and its output on two
+// pipes, and returns when it has exited and its output is read (or
+// DescendantGrace after exit, if background descendants keep the pipes
+// open; they are left running). When ctx ends first the command's process
+// group is killed and the result records the cause in Stopped.
+//
+// Errors: *WorkdirError, *sandbox.UnavailableError, *SpawnError, or
+// reaper.ErrClosed during shutdown; no process was started then.
+func (o *Orchestrator) Exec(ctx context.Context, req ExecRequest) (*ExecResult, error) {
+	cmd, err := o.command(req.Argv, req.Workdir)
+	if err != nil {
+		return nil, err
+	}
+	run, err := o.startPiped(cmd, req.Output)
+	if err != nil {
+		return nil, err
+	}
+	log := o.log.With(zap.Int("pid", cmd.Process.Pid))
+	log.Info("command started", zap.String("program", cmd.Path), zap.String("dir", cmd.Dir))
+	res := run.wait(ctx, o, req.Timeout)
+	log.Info("command finished", zap.Int("exit_code", res.ExitCode), zap.Duration("duration", res.Duration),
+		zap.Bool("timed_out", res.TimedOut), zap.NamedError("stopped", res.Stopped))
+	return res, nil
+}
+
+// command checks the sandbox and resolves the directory and program.
+func (o *Orchestrator) command(argv []string, workdir string) (*exec.Cmd, error) {
+	if len(argv) == 0 {
+		return nil, &SpawnError{Program: `""`, Err: errors.New("empty command")}
+	}
+	if o.sandboxErr != nil && o.sandbox.FailClosed {
+		return nil, o.sandboxErr
+	}
+	dir, err := o.ResolveWorkdir(workdir)
+	if err != nil {
+		return nil, err
+	}
+	pathEnv, _ := lookupEnv(o.env, "PATH")
+	if pathEnv == "" {
+		pathEnv = os.Getenv("PATH") // a command without PATH still finds programs like execd does
+	}
+	path, err := lookPath(argv[0], pathEnv, dir)
+	if err != nil {
+		return nil, &SpawnError{Program: argv[0], Err: err}
+	}
+	return &exec.Cmd{
+		Path:        path,
+		Args:        argv,
+		Env:         o.env,
+		Dir:         dir,
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
+	}, nil
+}
+
+// pipedRun is a started one-shot command and its output pumps.
+type pipedRun struct {
+	cmd        *exec.Cmd
+	start      time.Time
+	outR, errR *os.File
+	out, err   capture
+	pumps      sync.WaitGroup
+}
+
+func (o *Orchestrator) startPiped(cmd *exec.Cmd, observe OutputFunc) (*pipedRun, error) {
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, &SpawnError{Program: cmd.Path, Err: err}
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return nil, &SpawnError{Program: cmd.Path, Err: err}
+	}
+	cmd.Stdout, cmd.Stderr = outW, errW // stdin stays nil: os/exec opens /dev/null
+	r := &pipedRun{cmd: cmd, outR: outR, errR: errR,
+		out: capture{limit: CaptureLimit}, err: capture{limit: CaptureLimit}}
+	r.start = time.Now()
+	err = o.reaper.Start(cmd)
+	_ = outW.Close() // the child has its own copies; ours would hide EOF
+	_ = errW.Close()
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		return nil, &SpawnError{Program: cmd.Path, Err: err}
+	}
+	r.pumps.Go(func() { r.out.pump(outR, Stdout, observe) })
+	r.pumps.Go(func() { r.err.pump(errR, Stderr, observe) })
+	return r, nil
+}
+
+// wait waits for the command, killing its group on timeout or when ctx
+// ends, then collects the output.
+func (r *pipedRun) wait(ctx context.Context, o *Orchestrator, timeout time.Duration) *ExecResult {
+	res := &ExecResult{}
+	exited := make(chan error, 1)
+	go func() { exited <- o.reaper.Wait(r.cmd) }() // joined below: exited is always received
+	var deadline <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		deadline = t.C
+	}
+	kill := func() {
+		if err := o.reaper.Signal(r.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+			o.log.Warn("kill process group", zap.Int("pgid", r.cmd.Process.Pid), zap.Error(err))
+		}
+	}
+	var waitErr error
+	select {
+	case waitErr = <-exited:
+	case <-deadline:
+		res.TimedOut = true
+		kill()
+		waitErr = <-exited
+	case <-ctx.Done():
+		res.Stopped = context.Cause(ctx)
+		kill()
+		waitErr = <-exited
+	}
+	r.drain(DescendantGrace)
+	res.Duration = time.Since(r.start)
+	res.Stdout, res.Stderr = r.out.result(), r.err.result()
+	if r.cmd.ProcessState == nil { // Wait itself failed; should not happen
+		o.log.Error("wait for command", zap.Error(waitErr))
+		res.ExitCode = -1
+		return res
+	}
+	ws, _ := r.cmd.ProcessState.Sys().(syscall.WaitStatus)
+	switch {
+	case res.TimedOut:
+		res.ExitCode = ExitTimedOut
+	case ws.Signaled():
+		res.Signal = ws.Signal()
+		res.ExitCode = 128 + int(res.Signal)
+	default:
+		res.ExitCode = ws.ExitStatus()
+	}
+	return res
+}
+
+// drain waits for the pumps to reach EOF; after grace it stops them, since
+// only background descendants can still hold the pipes, and closes the
+// read ends.
+func (r *pipedRun) drain(grace time.Duration) {
+	done := make(chan struct{})
+	go func() { // ends when both pumps return, which the deadline below forces
+		r.pumps.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		now := time.Now()
+		_ = r.outR.SetReadDeadline(now)
+		_ = r.errR.SetReadDeadline(now)
+		<-done
+	}
+	_ = r.outR.Close()
+	_ = r.errR.Close()
+}

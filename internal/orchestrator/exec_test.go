@@ -1,0 +1,297 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+
+	"github.com/execd/execd/internal/proctest"
+	"github.com/execd/execd/internal/reaper"
+	"github.com/execd/execd/internal/sandbox"
+)
+
+// testReaper is the one Reaper of the test process.
+var testReaper *reaper.Reaper
+
+func TestMain(m *testing.M) {
+	testReaper = reaper.New()
+	code := m.Run()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	_ = testReaper.Shutdown(ctx, time.Second)
+	cancel()
+	testReaper.Close()
+	os.Exit(code)
+}
+
+// waitLimit only turns a hang into a failure; it is no performance bound.
+const waitLimit = 10 * time.Second
+
+func newTest(t *testing.T, mod func(*Options)) *Orchestrator {
+	t.Helper()
+	opts := Options{
+		Logger:  zaptest.NewLogger(t),
+		Reaper:  testReaper,
+		Cwd:     t.TempDir(),
+		Sandbox: SandboxPolicy{Mode: sandbox.DangerFullAccess, FailClosed: true},
+	}
+	if mod != nil {
+		mod(&opts)
+	}
+	o, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+func run(t *testing.T, o *Orchestrator, req ExecRequest) *ExecResult {
+	t.Helper()
+	type outcome struct {
+		res *ExecResult
+		err error
+	}
+	ch := make(chan outcome, 1)
+	go func() {
+		res, err := o.Exec(t.Context(), req)
+		ch <- outcome{res, err}
+	}()
+	select {
+	case out := <-ch:
+		if out.err != nil {
+			t.Fatalf("Exec(%q): %v", req.Argv, out.err)
+		}
+		return out.res
+	case <-time.After(waitLimit):
+		t.Fatalf("Exec(%q) did not return", req.Argv)
+	}
+	return nil
+}
+
+func sh(script string) []string { return []string{"bash", "-c", script} }
+
+func TestExecSeparatesStreamsAndReportsExitCodes(t *testing.T) {
+	o := newTest(t, nil)
+	res := run(t, o, ExecRequest{Argv: sh("echo out; echo err >&2; exit 3")})
+	if string(res.Stdout.Data) != "out\n" || string(res.Stderr.Data) != "err\n" || res.ExitCode != 3 || res.Signal != 0 {
+		t.Fatalf("result = %+v", res)
+	}
+	res = run(t, o, ExecRequest{Argv: sh("kill -TERM $$")})
+	if res.ExitCode != 128+int(syscall.SIGTERM) || res.Signal != syscall.SIGTERM {
+		t.Fatalf("killed by SIGTERM: exit %d signal %v", res.ExitCode, res.Signal)
+	}
+	res = run(t, o, ExecRequest{Argv: []string{"true"}})
+	if res.ExitCode != 0 || res.Stdout.Total != 0 {
+		t.Fatalf("true: %+v", res)
+	}
+}
+
+func TestExecRunsInItsOwnSessionWithDevNullAndNoExtraFDs(t *testing.T) {
+	o := newTest(t, nil)
+	res := run(t, o, ExecRequest{Argv: []string{"cat", "/proc/self/stat"}})
+	stat := string(res.Stdout.Data)
+	f := strings.Fields(stat[strings.LastIndexByte(stat, ')')+1:])
+	pid := strings.Fields(stat)[0]
+	if f[2] != pid || f[3] != pid { // pgrp and session are fields 5 and 6
+		t.Errorf("pid %s has pgrp %s session %s; want its own session", pid, f[2], f[3])
+	}
+	res = run(t, o, ExecRequest{Argv: []string{"readlink", "/proc/self/fd/0"}})
+	if got := string(res.Stdout.Data); got != "/dev/null\n" {
+		t.Errorf("stdin = %q, want /dev/null", got)
+	}
+	// ls holds fd 3 itself, on the directory it lists.
+	res = run(t, o, ExecRequest{Argv: []string{"ls", "/proc/self/fd"}})
+	if got := string(res.Stdout.Data); got != "0\n1\n2\n3\n" {
+		t.Errorf("descriptors = %q, want only 0 1 2 (and ls's own 3)", got)
+	}
+}
+
+func TestExecEnvironment(t *testing.T) {
+	o := newTest(t, func(opts *Options) {
+		opts.BaseEnv = []string{"PATH=" + os.Getenv("PATH"), "HOME=/h", "GITHUB_TOKEN=secret", "KEEP=1"}
+		opts.Env = EnvPolicy{Set: map[string]string{"ADDED": "yes"}}
+	})
+	res := run(t, o, ExecRequest{Argv: []string{"env"}})
+	got := strings.Split(strings.TrimSpace(string(res.Stdout.Data)), "\n")
+	slices.Sort(got)
+	want := []string{"ADDED=yes", "HOME=/h", "KEEP=1", "PATH=" + os.Getenv("PATH")}
+	if !slices.Equal(got, want) {
+		t.Errorf("env = %q, want %q", got, want)
+	}
+	ext := newTest(t, func(opts *Options) {
+		opts.BaseEnv = []string{"PATH=" + os.Getenv("PATH")}
+		opts.Sandbox.Mode = sandbox.ExternalSandbox
+	})
+	res = run(t, ext, ExecRequest{Argv: []string{"env"}})
+	if !strings.Contains(string(res.Stdout.Data), "EXECD_SANDBOX_NETWORK_DISABLED=1") {
+		t.Errorf("external-sandbox without network: env %q lacks the marker", res.Stdout.Data)
+	}
+}
+
+func TestExecWorkdir(t *testing.T) {
+	o := newTest(t, nil)
+	if err := os.Mkdir(filepath.Join(o.Cwd(), "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	res := run(t, o, ExecRequest{Argv: []string{"pwd"}, Workdir: "sub"})
+	if got := strings.TrimSpace(string(res.Stdout.Data)); got != filepath.Join(o.Cwd(), "sub") {
+		t.Errorf("pwd = %q", got)
+	}
+	_, err := o.Exec(t.Context(), ExecRequest{Argv: []string{"pwd"}, Workdir: "missing"})
+	var we *WorkdirError
+	if !errors.As(err, &we) || we.Workdir != "missing" || !strings.Contains(err.Error(), "no such directory") {
+		t.Errorf("missing workdir: %v", err)
+	}
+}
+
+func TestExecSpawnErrors(t *testing.T) {
+	o := newTest(t, nil)
+	_, err := o.Exec(t.Context(), ExecRequest{Argv: []string{"no-such-program-xyz"}})
+	var se *SpawnError
+	if !errors.As(err, &se) || !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "no-such-program-xyz") {
+		t.Errorf("unknown program: %v", err)
+	}
+	if _, err := o.Exec(t.Context(), ExecRequest{}); !errors.As(err, &se) {
+		t.Errorf("empty argv: %v", err)
+	}
+}
+
+func TestExecFailsClosedWithoutSandbox(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "ran")
+	closed := newTest(t, func(opts *Options) { opts.Sandbox = SandboxPolicy{Mode: sandbox.WorkspaceWrite, FailClosed: true} })
+	_, err := closed.Exec(t.Context(), ExecRequest{Argv: []string{"touch", marker}})
+	var ue *sandbox.UnavailableError
+	if !errors.As(err, &ue) {
+		t.Fatalf("workspace-write, fail_closed: err = %v, want *sandbox.UnavailableError", err)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the command ran although the sandbox is unavailable")
+	}
+	open := newTest(t, func(opts *Options) { opts.Sandbox = SandboxPolicy{Mode: sandbox.ReadOnly, FailClosed: false} })
+	if res := run(t, open, ExecRequest{Argv: []string{"touch", marker}}); res.ExitCode != 0 {
+		t.Fatalf("fail_closed=false: %+v", res)
+	}
+	if open.Sandboxed() {
+		t.Error("Sandboxed() = true although nothing is enforced")
+	}
+}
+
+func TestExecTimeoutKillsTheGroup(t *testing.T) {
+	o := newTest(t, nil)
+	const marker = "sleep 811.5"
+	res := run(t, o, ExecRequest{Argv: sh(marker + " & " + marker + "; echo never"), Timeout: 300 * time.Millisecond})
+	if !res.TimedOut || res.ExitCode != ExitTimedOut || res.Signal != 0 {
+		t.Fatalf("timeout: %+v", res)
+	}
+	if strings.Contains(string(res.Stdout.Data), "never") {
+		t.Fatal("the script went on after its timeout")
+	}
+	proctest.Gone(t, marker, waitLimit)
+}
+
+func TestExecCancellationKillsTheGroupAndRecordsTheCause(t *testing.T) {
+	o := newTest(t, nil)
+	const marker = "sleep 812.5"
+	ctx, cancel := context.WithCancelCause(t.Context())
+	done := make(chan *ExecResult, 1)
+	go func() {
+		res, err := o.Exec(ctx, ExecRequest{Argv: sh(marker + " & " + marker)})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- res
+	}()
+	proctest.Running(t, marker, 2, waitLimit)
+	why := errors.New("client cancelled")
+	cancel(why)
+	select {
+	case res := <-done:
+		if !errors.Is(res.Stopped, why) || res.Signal != syscall.SIGKILL {
+			t.Fatalf("cancelled: stopped %v signal %v", res.Stopped, res.Signal)
+		}
+	case <-time.After(waitLimit):
+		t.Fatal("cancelled command did not return")
+	}
+	proctest.Gone(t, marker, waitLimit)
+}
+
+func TestExecReturnsWhileBackgroundDescendantsHoldThePipes(t *testing.T) {
+	o := newTest(t, nil)
+	tests := map[string]string{
+		"background": "sleep 813.1 & echo hi",
+		"setsid":     "setsid sleep 813.2 & echo hi",
+		"nohup":      "nohup sleep 813.3 & echo hi",
+		"late write": "(sleep 0.05; echo late; exec sleep 813.4) & echo hi",
+	}
+	for name, script := range tests {
+		t.Run(name, func(t *testing.T) {
+			marker := script[strings.Index(script, "sleep 813"):][:len("sleep 813.1")]
+			res := run(t, o, ExecRequest{Argv: sh(script)})
+			if res.ExitCode != 0 || !strings.HasPrefix(string(res.Stdout.Data), "hi\n") {
+				t.Fatalf("result %+v, stdout %q", res, res.Stdout.Data)
+			}
+			if name == "late write" && !strings.Contains(string(res.Stdout.Data), "late") {
+				t.Errorf("output written within the grace period was lost: %q", res.Stdout.Data)
+			}
+			// The descendant is left running (SPEC §9.3) until shutdown.
+			for _, pid := range proctest.Running(t, marker, 1, waitLimit) {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+			proctest.Gone(t, marker, waitLimit)
+		})
+	}
+}
+
+func TestExecBoundsCapturedOutput(t *testing.T) {
+	o := newTest(t, nil)
+	var mu sync.Mutex
+	seen := map[Stream]int64{}
+	res := run(t, o, ExecRequest{
+		Argv: sh("head -c 3000000 /dev/zero; head -c 1500000 /dev/zero >&2"),
+		Output: func(s Stream, chunk []byte) {
+			mu.Lock()
+			seen[s] += int64(len(chunk))
+			mu.Unlock()
+		},
+	})
+	if len(res.Stdout.Data) != CaptureLimit || res.Stdout.Total != 3000000 || !res.Stdout.Dropped() {
+		t.Errorf("stdout kept %d of %d", len(res.Stdout.Data), res.Stdout.Total)
+	}
+	if len(res.Stderr.Data) != CaptureLimit || res.Stderr.Total != 1500000 {
+		t.Errorf("stderr kept %d of %d", len(res.Stderr.Data), res.Stderr.Total)
+	}
+	if seen[Stdout] != 3000000 || seen[Stderr] != 1500000 {
+		t.Errorf("observer saw %v", seen)
+	}
+}
+
+func TestExecKeepsInvalidUTF8ForTheFormatter(t *testing.T) {
+	o := newTest(t, nil)
+	res := run(t, o, ExecRequest{Argv: []string{"printf", `a\377b`}})
+	if string(res.Stdout.Data) != "a\xffb" {
+		t.Fatalf("stdout = %q", res.Stdout.Data)
+	}
+}
+
+func TestConcurrentExecs(t *testing.T) {
+	o := newTest(t, nil)
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Go(func() {
+			res, err := o.Exec(t.Context(), ExecRequest{Argv: sh("echo " + strconv.Itoa(i) + "; exit " + strconv.Itoa(i))})
+			if err != nil || res.ExitCode != i || strings.TrimSpace(string(res.Stdout.Data)) != strconv.Itoa(i) {
+				t.Errorf("exec %d: %v %+v", i, err, res)
+			}
+		})
+	}
+	wg.Wait()
+}

@@ -1,0 +1,194 @@
+package orchestrator
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"go.uber.org/zap"
+
+	"github.com/execd/execd/internal/reaper"
+	"github.com/execd/execd/internal/sandbox"
+)
+
+// SandboxPolicy is the sandbox configuration (SPEC §2, sandbox.*) the
+// orchestrator needs in this build.
+type SandboxPolicy struct {
+	Mode          sandbox.Mode // "" means workspace-write
+	NetworkAccess bool
+	// FailClosed refuses commands when Mode cannot be enforced. When false
+	// they run without a sandbox, and that is logged at start.
+	FailClosed bool
+}
+
+// Options configures an [Orchestrator].
+type Options struct {
+	// Logger receives lifecycle events; nil means none.
+	Logger *zap.Logger
+	// Reaper starts and owns every process. Required.
+	Reaper *reaper.Reaper
+	// Cwd is the turn directory that relative workdirs resolve against;
+	// "" means the process's working directory.
+	Cwd     string
+	Sandbox SandboxPolicy
+	Env     EnvPolicy
+	// BaseEnv is the environment commands inherit from; nil means
+	// os.Environ().
+	BaseEnv []string
+	// Shell is the user's shell; the zero value means DetectShell on
+	// /etc/passwd for the current uid.
+	Shell Shell
+}
+
+// Orchestrator runs commands. Create it with [New].
+type Orchestrator struct {
+	log     *zap.Logger
+	reaper  *reaper.Reaper
+	cwd     string
+	sandbox SandboxPolicy
+	shell   Shell
+	env     []string // the environment every command gets, built once
+	// sandboxErr is why the configured mode cannot be enforced, or nil.
+	sandboxErr error
+}
+
+// New checks opts and returns an Orchestrator. It logs the detected shell
+// and the sandbox support once.
+func New(opts Options) (*Orchestrator, error) {
+	if opts.Reaper == nil {
+		return nil, errors.New("orchestrator: a Reaper is required")
+	}
+	log := opts.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	cwd, err := resolveCwd(opts.Cwd)
+	if err != nil {
+		return nil, err
+	}
+	base := opts.BaseEnv
+	if base == nil {
+		base = os.Environ()
+	}
+	if opts.Sandbox.Mode == "" {
+		opts.Sandbox.Mode = sandbox.WorkspaceWrite
+	}
+	o := &Orchestrator{
+		log:        log,
+		reaper:     opts.Reaper,
+		cwd:        cwd,
+		sandbox:    opts.Sandbox,
+		shell:      opts.Shell,
+		env:        append(BuildEnv(base, opts.Env), sandboxMarkers(opts.Sandbox)...),
+		sandboxErr: sandbox.Check(opts.Sandbox.Mode),
+	}
+	if o.shell.Path == "" {
+		pathEnv, _ := lookupEnv(base, "PATH")
+		var note string
+		o.shell, note = DetectShell("/etc/passwd", os.Getuid(), pathEnv)
+		if note != "" {
+			log.Warn("user shell fallback", zap.String("reason", note))
+		}
+	}
+	o.logSupport()
+	return o, nil
+}
+
+func (o *Orchestrator) logSupport() {
+	fields := []zap.Field{
+		zap.String("mode", string(o.sandbox.Mode)),
+		zap.Bool("network_access", o.sandbox.NetworkAccess),
+		zap.Bool("orphans_adopted", o.reaper.Adopts()),
+		zap.String("shell", o.shell.Path),
+	}
+	switch {
+	case o.sandboxErr == nil:
+		o.log.Info("sandbox", fields...)
+	case o.sandbox.FailClosed:
+		o.log.Warn("sandbox cannot be enforced; commands will be refused", append(fields, zap.Error(o.sandboxErr))...)
+	default:
+		o.log.Warn("sandbox cannot be enforced; fail_closed is false, so commands run WITHOUT a sandbox",
+			append(fields, zap.Error(o.sandboxErr))...)
+	}
+}
+
+// sandboxMarkers are the variables that tell a command about its sandbox
+// (SPEC §8.1, §8.3). Nothing is marked when execd enforces nothing.
+func sandboxMarkers(p SandboxPolicy) []string {
+	if p.Mode == sandbox.ExternalSandbox && !p.NetworkAccess {
+		return []string{"EXECD_SANDBOX_NETWORK_DISABLED=1"}
+	}
+	return nil
+}
+
+func resolveCwd(cwd string) (string, error) {
+	if cwd == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", fmt.Errorf("working directory: %w", err)
+		}
+		cwd = wd
+	}
+	abs, err := filepath.Abs(cwd)
+	if err != nil {
+		return "", fmt.Errorf("cwd %s: %w", cwd, err)
+	}
+	if err := checkDir(abs); err != nil {
+		return "", fmt.Errorf("cwd %s: %w", cwd, err)
+	}
+	return abs, nil
+}
+
+func checkDir(p string) error {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return errors.New("not a directory")
+	}
+	return nil
+}
+
+// Cwd returns the turn directory.
+func (o *Orchestrator) Cwd() string { return o.cwd }
+
+// Shell returns the user's shell.
+func (o *Orchestrator) Shell() Shell { return o.shell }
+
+// SandboxMode returns the configured sandbox mode.
+func (o *Orchestrator) SandboxMode() sandbox.Mode { return o.sandbox.Mode }
+
+// Sandboxed reports whether commands run under a sandbox execd enforces.
+func (o *Orchestrator) Sandboxed() bool { return o.sandboxErr == nil && o.sandbox.Mode.Enforced() }
+
+// WorkdirError reports a workdir that cannot be used.
+type WorkdirError struct {
+	Workdir string
+	Err     error
+}
+
+func (e *WorkdirError) Error() string { return fmt.Sprintf("workdir %s: %v", e.Workdir, e.Err) }
+func (e *WorkdirError) Unwrap() error { return e.Err }
+
+// ResolveWorkdir returns the absolute directory a command runs in: workdir
+// resolved against the turn directory, which must exist. "" means the turn
+// directory.
+func (o *Orchestrator) ResolveWorkdir(workdir string) (string, error) {
+	if workdir == "" {
+		return o.cwd, nil
+	}
+	dir := workdir
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(o.cwd, dir)
+	}
+	dir = filepath.Clean(dir)
+	if err := checkDir(dir); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			err = errors.New("no such directory")
+		}
+		return "", &WorkdirError{Workdir: workdir, Err: err}
+	}
+	return dir, nil
+}
