@@ -148,26 +148,30 @@ type envelope struct {
 
 // check reports whether line is a single well-formed JSON-RPC 2.0 message.
 // If not, it answers the line (requests) or logs it (responses) and
-// reports false.
+// reports false. One decoding pass both validates the syntax and reads
+// the members that classify the message.
 func (s *lineStream) check(line []byte) bool {
-	if !json.Valid(line) {
-		s.writeReply(nil, CodeParseError, "parse error: "+syntaxDetail(line))
-		return false
-	}
-	switch first := bytes.TrimSpace(line)[0]; first {
-	case '{':
-	case '[':
-		s.writeReply(nil, CodeInvalidRequest,
-			"invalid request: batches are not supported; send one JSON-RPC message object per line")
-		return false
-	default:
-		s.writeReply(nil, CodeInvalidRequest,
-			"invalid request: expected a JSON-RPC message object, got "+jsonKind(first))
+	trimmed := bytes.TrimSpace(line)
+	if first := trimmed[0]; first != '{' {
+		if !json.Valid(trimmed) {
+			s.writeReply(nil, CodeParseError, "parse error: "+syntaxDetail(line))
+		} else if first == '[' {
+			s.writeReply(nil, CodeInvalidRequest,
+				"invalid request: batches are not supported; send one JSON-RPC message object per line")
+		} else {
+			s.writeReply(nil, CodeInvalidRequest,
+				"invalid request: expected a JSON-RPC message object, got "+jsonKind(first))
+		}
 		return false
 	}
 	var env envelope
-	if err := json.Unmarshal(line, &env); err != nil {
-		s.writeReply(nil, CodeInvalidRequest, "invalid request: "+err.Error())
+	if err := json.Unmarshal(trimmed, &env); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			s.writeReply(nil, CodeParseError, "parse error: "+syntaxDetail(line))
+		} else {
+			s.writeReply(nil, CodeInvalidRequest, "invalid request: "+err.Error())
+		}
 		return false
 	}
 	id := env.ID
@@ -296,5 +300,3 @@ func jsonKind(first byte) string {
 	}
 	return "a number"
 }
-
-func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }

@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -111,23 +112,19 @@ type errorReply struct {
 	Error   *Error          `json:"error"`
 }
 
-// validID reports whether raw is an acceptable request id (a string, or an
-// integer in [0, 2^63)); null reports false with null=true.
+// validID reports whether raw, a syntactically valid JSON value, is an
+// acceptable request id: a string, or an integer in [0, 2^63). null
+// reports false with null=true.
 func validID(raw json.RawMessage) (ok, null bool) {
-	var v any
-	dec := json.NewDecoder(bytesReader(raw))
-	dec.UseNumber()
-	if err := dec.Decode(&v); err != nil {
+	raw = bytes.TrimSpace(raw)
+	switch {
+	case len(raw) == 0:
 		return false, false
-	}
-	switch v := v.(type) {
-	case nil:
+	case string(raw) == "null":
 		return false, true
-	case string:
+	case raw[0] == '"':
 		return true, false
-	case json.Number:
-		n, err := strconv.ParseInt(string(v), 10, 64)
-		return err == nil && n >= 0, false
 	}
-	return false, false
+	n, err := strconv.ParseInt(string(raw), 10, 64) // rejects fractions and exponents
+	return err == nil && n >= 0, false
 }
