@@ -10,9 +10,12 @@
 //   - On Linux the process becomes a child subreaper: descendants orphaned by
 //     their parent (`cmd &`, `setsid cmd &`, `nohup cmd &`, daemons) are
 //     re-parented to it instead of init. The Reaper reaps those orphans
-//     when they exit (on SIGCHLD) and never touches the children that Wait
-//     is responsible for. Elsewhere orphans cannot be found; only the
-//     process groups that Start created are tracked.
+//     when they exit and never touches the children that Wait is
+//     responsible for. It looks for orphans whenever Wait returns and,
+//     while any are alive, every [OrphanPoll], so an orphan that exits
+//     stays a zombie for at most that long. It installs no signal handler.
+//     Elsewhere orphans cannot be found; only the process groups that
+//     Start created are tracked.
 //   - [New] marks every descriptor above 2 that the process inherited
 //     close-on-exec, so a child gets only its own stdin, stdout, stderr and
 //     whatever its Cmd passes explicitly (SPEC §9.2); Go's own descriptors
@@ -30,9 +33,7 @@ package reaper
 import (
 	"context"
 	"errors"
-	"os"
 	"os/exec"
-	"os/signal"
 	"sync"
 	"syscall"
 	"time"
@@ -50,6 +51,13 @@ var ErrNoGroup = errors.New("reaper: command must lead its own process group (se
 // pollInterval paces Shutdown while it waits for processes to go.
 const pollInterval = 10 * time.Millisecond
 
+// OrphanPoll is how often adopted orphans are checked while any is alive.
+const OrphanPoll = time.Second
+
+// scanSpacing is the least time between two orphan scans triggered by
+// Wait, so a busy daemon scans a few times a second, not once per command.
+const scanSpacing = 100 * time.Millisecond
+
 // Reaper tracks the processes execd started. Create it with [New] and stop
 // it with [Reaper.Close] after [Reaper.Shutdown].
 type Reaper struct {
@@ -60,9 +68,9 @@ type Reaper struct {
 	groups  map[int]bool // guarded by mu: process groups Start created
 	closing bool         // guarded by mu
 
-	sigch chan os.Signal
-	stop  chan struct{}  // closed by Close
-	loop  sync.WaitGroup // the SIGCHLD loop
+	kick chan struct{}  // a direct child was waited for: look for orphans
+	stop chan struct{}  // closed by Close
+	loop sync.WaitGroup // the orphan loop
 }
 
 // New returns a Reaper, marks inherited descriptors close-on-exec and,
@@ -74,11 +82,10 @@ func New() *Reaper {
 		adopts: becomeSubreaper() == nil,
 		direct: map[int]bool{},
 		groups: map[int]bool{},
-		sigch:  make(chan os.Signal, 1),
+		kick:   make(chan struct{}, 1),
 		stop:   make(chan struct{}),
 	}
 	if r.adopts {
-		signal.Notify(r.sigch, syscall.SIGCHLD)
 		r.loop.Go(r.reapLoop)
 	}
 	return r
@@ -119,6 +126,10 @@ func (r *Reaper) Wait(cmd *exec.Cmd) error {
 	r.mu.Lock()
 	delete(r.direct, cmd.Process.Pid)
 	r.mu.Unlock()
+	select { // its descendants may just have become orphans
+	case r.kick <- struct{}{}:
+	default:
+	}
 	return err
 }
 
@@ -211,34 +222,56 @@ func (r *Reaper) Close() {
 	default:
 	}
 	close(r.stop)
-	if r.adopts {
-		signal.Stop(r.sigch)
-	}
 	r.loop.Wait()
 }
 
-// reapLoop reaps orphans each time a child changes state; it exits when
-// Close is called.
+// reapLoop reaps orphans after each Wait and, while orphans are alive,
+// every OrphanPoll. It exits when Close is called.
 func (r *Reaper) reapLoop() {
+	var ticker *time.Ticker
+	var tick <-chan time.Time
+	defer func() {
+		if ticker != nil {
+			ticker.Stop()
+		}
+	}()
+	var last time.Time
 	for {
 		select {
 		case <-r.stop:
 			return
-		case <-r.sigch:
-			r.reapOrphans()
+		case <-r.kick:
+			if wait := scanSpacing - time.Since(last); wait > 0 {
+				select { // later kicks coalesce into this scan
+				case <-r.stop:
+					return
+				case <-time.After(wait):
+				}
+			}
+		case <-tick:
+		}
+		last = time.Now()
+		alive := r.reapOrphans()
+		switch {
+		case alive > 0 && ticker == nil:
+			ticker = time.NewTicker(OrphanPoll)
+			tick = ticker.C
+		case alive == 0 && ticker != nil:
+			ticker.Stop()
+			ticker, tick = nil, nil
 		}
 	}
 }
 
-// reapOrphans collects adopted orphans that exited and forgets groups that
-// have no member left.
-func (r *Reaper) reapOrphans() {
+// reapOrphans collects adopted orphans that exited, forgets groups that
+// have no member left, and returns the number of orphans still alive.
+func (r *Reaper) reapOrphans() (alive int) {
 	children := listChildren()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, pid := range children {
-		if !r.direct[pid] {
-			reapOrphan(pid)
+		if !r.direct[pid] && !reapOrphan(pid) {
+			alive++
 		}
 	}
 	for pgid := range r.groups {
@@ -246,4 +279,5 @@ func (r *Reaper) reapOrphans() {
 			delete(r.groups, pgid)
 		}
 	}
+	return alive
 }
