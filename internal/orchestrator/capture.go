@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"os"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -11,6 +12,10 @@ const CaptureLimit = 1 << 20
 
 // pumpBufferBytes is the read size of an output pump: a pipe holds 64 KiB.
 const pumpBufferBytes = 64 << 10
+
+// pumpBuffers recycles read buffers: every command needs two, and making
+// them garbage per call would let the heap, and so the idle RSS, float up.
+var pumpBuffers = sync.Pool{New: func() any { return new([pumpBufferBytes]byte) }}
 
 // Stream names an output stream of a command.
 type Stream int
@@ -92,7 +97,9 @@ func trimIncompleteRune(b []byte) []byte {
 // pump reads r until EOF, an error or a read deadline, into c, and shows
 // every chunk to observe.
 func (c *capture) pump(r *os.File, s Stream, observe OutputFunc) {
-	buf := make([]byte, pumpBufferBytes)
+	arr := pumpBuffers.Get().(*[pumpBufferBytes]byte)
+	defer pumpBuffers.Put(arr)
+	buf := arr[:]
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {

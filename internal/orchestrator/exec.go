@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"sync"
 	"syscall"
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/execd/execd/internal/reaper"
 )
 
 // DescendantGrace is how long a one-shot call waits, after its command
@@ -21,9 +22,15 @@ const DescendantGrace = 250 * time.Millisecond
 // (SPEC §9.2, compat).
 const ExitTimedOut = 124
 
+// ErrShuttingDown is returned instead of starting a command once shutdown
+// has begun.
+var ErrShuttingDown = errors.New("execd is shutting down; no new commands are started")
+
 // ExecRequest is a one-shot command.
 type ExecRequest struct {
-	Argv []string
+	// CallID identifies the tool call in logs; may be empty.
+	CallID string
+	Argv   []string
 	// Workdir is resolved against the turn directory; "" means the turn
 	// directory.
 	Workdir string
@@ -67,7 +74,7 @@ func (e *SpawnError) Unwrap() error { return e.Err }
 // group is killed and the result records the cause in Stopped.
 //
 // Errors: *WorkdirError, *sandbox.UnavailableError, *SpawnError, or
-// reaper.ErrClosed during shutdown; no process was started then.
+// ErrShuttingDown; no process was started then.
 func (o *Orchestrator) Exec(ctx context.Context, req ExecRequest) (*ExecResult, error) {
 	cmd, err := o.command(req.Argv, req.Workdir)
 	if err != nil {
@@ -77,7 +84,7 @@ func (o *Orchestrator) Exec(ctx context.Context, req ExecRequest) (*ExecResult, 
 	if err != nil {
 		return nil, err
 	}
-	log := o.log.With(zap.Int("pid", cmd.Process.Pid))
+	log := o.log.With(zap.String("call_id", req.CallID), zap.Int("pid", cmd.Process.Pid))
 	log.Info("command started", zap.String("program", cmd.Path), zap.String("dir", cmd.Dir))
 	res := run.wait(ctx, o, req.Timeout)
 	log.Info("command finished", zap.Int("exit_code", res.ExitCode), zap.Duration("duration", res.Duration),
@@ -120,22 +127,22 @@ type pipedRun struct {
 	start      time.Time
 	outR, errR *os.File
 	out, err   capture
-	pumps      sync.WaitGroup
+	pumpsDone  chan struct{} // each pump sends once when it returns
 }
 
 func (o *Orchestrator) startPiped(cmd *exec.Cmd, observe OutputFunc) (*pipedRun, error) {
-	outR, outW, err := os.Pipe()
+	outR, outW, err := outputPipe()
 	if err != nil {
 		return nil, &SpawnError{Program: cmd.Path, Err: err}
 	}
-	errR, errW, err := os.Pipe()
+	errR, errW, err := outputPipe()
 	if err != nil {
 		outR.Close()
 		outW.Close()
 		return nil, &SpawnError{Program: cmd.Path, Err: err}
 	}
 	cmd.Stdout, cmd.Stderr = outW, errW // stdin stays nil: os/exec opens /dev/null
-	r := &pipedRun{cmd: cmd, outR: outR, errR: errR,
+	r := &pipedRun{cmd: cmd, outR: outR, errR: errR, pumpsDone: make(chan struct{}, 2),
 		out: capture{limit: CaptureLimit}, err: capture{limit: CaptureLimit}}
 	r.start = time.Now()
 	err = o.reaper.Start(cmd)
@@ -144,41 +151,46 @@ func (o *Orchestrator) startPiped(cmd *exec.Cmd, observe OutputFunc) (*pipedRun,
 	if err != nil {
 		outR.Close()
 		errR.Close()
+		if errors.Is(err, reaper.ErrClosed) {
+			return nil, ErrShuttingDown
+		}
 		return nil, &SpawnError{Program: cmd.Path, Err: err}
 	}
-	r.pumps.Go(func() { r.out.pump(outR, Stdout, observe) })
-	r.pumps.Go(func() { r.err.pump(errR, Stderr, observe) })
+	go func() { // joined by drain, which receives from pumpsDone twice
+		r.out.pump(outR, Stdout, observe)
+		r.pumpsDone <- struct{}{}
+	}()
+	go func() {
+		r.err.pump(errR, Stderr, observe)
+		r.pumpsDone <- struct{}{}
+	}()
 	return r, nil
 }
 
 // wait waits for the command, killing its group on timeout or when ctx
-// ends, then collects the output.
+// ends, then collects the output. The kills run as timer and context
+// callbacks, so the waiting itself needs no goroutine of its own.
 func (r *pipedRun) wait(ctx context.Context, o *Orchestrator, timeout time.Duration) *ExecResult {
 	res := &ExecResult{}
-	exited := make(chan error, 1)
-	go func() { exited <- o.reaper.Wait(r.cmd) }() // joined below: exited is always received
-	var deadline <-chan time.Time
-	if timeout > 0 {
-		t := time.NewTimer(timeout)
-		defer t.Stop()
-		deadline = t.C
-	}
+	pid := r.cmd.Process.Pid
 	kill := func() {
-		if err := o.reaper.Signal(r.cmd.Process.Pid, syscall.SIGKILL); err != nil {
-			o.log.Warn("kill process group", zap.Int("pgid", r.cmd.Process.Pid), zap.Error(err))
+		if err := o.reaper.Signal(pid, syscall.SIGKILL); err != nil {
+			o.log.Warn("kill process group", zap.Int("pgid", pid), zap.Error(err))
 		}
 	}
-	var waitErr error
-	select {
-	case waitErr = <-exited:
-	case <-deadline:
+	var timer *time.Timer
+	if timeout > 0 {
+		timer = time.AfterFunc(timeout, kill)
+	}
+	stopCancel := context.AfterFunc(ctx, kill)
+	waitErr := o.reaper.Wait(r.cmd)
+	// A callback that already ran (or is running) killed the command, or
+	// fired as it exited on its own; either way it ran out its time.
+	if timer != nil && !timer.Stop() {
 		res.TimedOut = true
-		kill()
-		waitErr = <-exited
-	case <-ctx.Done():
+	}
+	if !stopCancel() && !res.TimedOut {
 		res.Stopped = context.Cause(ctx)
-		kill()
-		waitErr = <-exited
 	}
 	r.drain(DescendantGrace)
 	res.Duration = time.Since(r.start)
@@ -205,20 +217,17 @@ func (r *pipedRun) wait(ctx context.Context, o *Orchestrator, timeout time.Durat
 // only background descendants can still hold the pipes, and closes the
 // read ends.
 func (r *pipedRun) drain(grace time.Duration) {
-	done := make(chan struct{})
-	go func() { // ends when both pumps return, which the deadline below forces
-		r.pumps.Wait()
-		close(done)
-	}()
 	t := time.NewTimer(grace)
 	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
-		now := time.Now()
-		_ = r.outR.SetReadDeadline(now)
-		_ = r.errR.SetReadDeadline(now)
-		<-done
+	for pending := 2; pending > 0; {
+		select {
+		case <-r.pumpsDone:
+			pending--
+		case <-t.C: // only descendants can hold the pipes now: stop reading
+			now := time.Now()
+			_ = r.outR.SetReadDeadline(now)
+			_ = r.errR.SetReadDeadline(now)
+		}
 	}
 	_ = r.outR.Close()
 	_ = r.errR.Close()

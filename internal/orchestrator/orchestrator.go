@@ -163,6 +163,10 @@ func (o *Orchestrator) SandboxMode() sandbox.Mode { return o.sandbox.Mode }
 // Sandboxed reports whether commands run under a sandbox execd enforces.
 func (o *Orchestrator) Sandboxed() bool { return o.sandboxErr == nil && o.sandbox.Mode.Enforced() }
 
+// FailsClosed reports whether commands are refused because the configured
+// sandbox cannot be enforced.
+func (o *Orchestrator) FailsClosed() bool { return o.sandboxErr != nil && o.sandbox.FailClosed }
+
 // WorkdirError reports a workdir that cannot be used.
 type WorkdirError struct {
 	Workdir string

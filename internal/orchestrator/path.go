@@ -27,7 +27,10 @@ func lookPath(name, pathEnv, dir string) (string, error) {
 			p = filepath.Join(dir, p)
 		}
 		if err := checkExecutable(p); err != nil {
-			return "", fmt.Errorf("%s: %w", name, err)
+			if errors.Is(err, os.ErrNotExist) {
+				return "", fmt.Errorf("%w: %s does not exist", ErrNotFound, p)
+			}
+			return "", err
 		}
 		return p, nil
 	}
@@ -43,7 +46,7 @@ func lookPath(name, pathEnv, dir string) (string, error) {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("%s: %w in PATH (%s)", name, ErrNotFound, pathEnv)
+	return "", fmt.Errorf("%w in PATH", ErrNotFound)
 }
 
 func checkExecutable(p string) error {
