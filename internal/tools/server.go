@@ -1,0 +1,332 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/execd/execd/internal/orchestrator"
+	"github.com/execd/execd/internal/rpc"
+	"github.com/execd/execd/internal/sandbox"
+)
+
+// Options configures a [Server]. Zero values mean the defaults of SPEC §2.
+type Options struct {
+	// Logger receives lifecycle events; nil means none.
+	Logger *zap.Logger
+	// Version is reported in serverInfo.
+	Version string
+	// Orchestrator runs the commands. Required.
+	Orchestrator *orchestrator.Orchestrator
+	// ShellType selects the listed shell family; "" means unified_exec.
+	ShellType ShellType
+	// HideApplyPatch keeps apply_patch out of tools/list (tools.apply_patch
+	// = false).
+	HideApplyPatch bool
+	// DisallowLoginShell makes an omitted login mean -c and an explicit
+	// login:true an error (tools.allow_login_shell = false).
+	DisallowLoginShell bool
+	// DefaultTimeout applies to one-shot commands without timeout_ms;
+	// 0 means 10 s.
+	DefaultTimeout time.Duration
+	// MaxOutputTokens is the model-facing output budget; 0 means 10000.
+	MaxOutputTokens int
+	// Logs forwards log entries to the client as notifications/message
+	// once it sends logging/setLevel; nil disables forwarding.
+	Logs *LogForwarder
+}
+
+// Server serves MCP on an rpc.Conn.
+type Server struct {
+	opts   Options
+	log    *zap.Logger
+	conn   *rpc.Conn
+	orch   *orchestrator.Orchestrator
+	tools  map[string]toolFunc // callable names
+	listed []*toolDef
+	instr  string
+
+	mu          sync.Mutex
+	initialized bool               // guarded by mu: initialize was answered
+	ready       bool               // guarded by mu: notifications/initialized arrived
+	client      clientCapabilities // guarded by mu
+
+	stopLogs chan struct{}
+	loops    sync.WaitGroup
+}
+
+// toolFunc runs one tool call and always returns a result.
+type toolFunc func(ctx context.Context, c *toolCall) *callResult
+
+// toolCall is a tools/call request as the tool sees it.
+type toolCall struct {
+	id       rpc.ID
+	name     string
+	args     json.RawMessage
+	progress json.RawMessage // the progressToken, or nil
+}
+
+// New registers the MCP methods on conn. Call [Server.Serve] next.
+func New(conn *rpc.Conn, opts Options) (*Server, error) {
+	if opts.Orchestrator == nil {
+		return nil, errors.New("tools: an Orchestrator is required")
+	}
+	if opts.ShellType == "" {
+		opts.ShellType = ShellTypeUnifiedExec
+	}
+	if opts.DefaultTimeout <= 0 {
+		opts.DefaultTimeout = 10 * time.Second
+	}
+	if opts.MaxOutputTokens <= 0 {
+		opts.MaxOutputTokens = 10000
+	}
+	log := opts.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	s := &Server{opts: opts, log: log, conn: conn, orch: opts.Orchestrator, stopLogs: make(chan struct{})}
+	s.buildCatalog()
+	s.instr = s.instructions()
+	conn.Handle("initialize", s.initialize)
+	conn.Handle("ping", func(context.Context, *rpc.Request) (any, error) { return struct{}{}, nil })
+	conn.Handle("tools/list", s.listTools)
+	conn.Handle("tools/call", s.callTool)
+	conn.Handle("logging/setLevel", s.setLevel)
+	conn.HandleNotification("notifications/initialized", func(context.Context, json.RawMessage) {
+		s.mu.Lock()
+		s.ready = true
+		s.mu.Unlock()
+	})
+	return s, nil
+}
+
+// buildCatalog decides which names are callable and which are listed
+// (SPEC §4: the aliases and the other families stay callable).
+func (s *Server) buildCatalog() {
+	allowLogin := !s.opts.DisallowLoginShell
+	s.tools = map[string]toolFunc{
+		"apply_patch": s.notBuilt("apply_patch", 6),
+	}
+	if s.opts.ShellType != ShellTypeDisabled {
+		for _, name := range []string{"shell", "container.exec", "local_shell"} {
+			s.tools[name] = s.runShell
+		}
+		s.tools["shell_command"] = s.runShellCommand
+		s.tools["exec_command"] = s.notBuilt("exec_command", 3)
+		s.tools["write_stdin"] = s.notBuilt("write_stdin", 3)
+	}
+	switch s.opts.ShellType {
+	case ShellTypeShell:
+		s.listed = append(s.listed, shellDef("shell"))
+	case ShellTypeShellCommand:
+		s.listed = append(s.listed, shellCommandDef(allowLogin))
+	case ShellTypeUnifiedExec:
+		// TODO(execd): list exec_command and write_stdin once sessions
+		// exist (#3); until then the default lists shell_command, and
+		// New's caller logs that.
+		s.listed = append(s.listed, shellCommandDef(allowLogin))
+	}
+	// apply_patch is listed once it is implemented (#6).
+}
+
+// notBuilt answers a tool that this build does not implement yet.
+func (s *Server) notBuilt(name string, issue int) toolFunc {
+	return func(context.Context, *toolCall) *callResult {
+		return textResult(fmt.Sprintf("%s is not implemented in this build of execd yet (issue #%d); use %s instead",
+			name, issue, s.shellToolNames()), true)
+	}
+}
+
+func (s *Server) shellToolNames() string {
+	var names []string
+	for _, d := range s.listed {
+		names = append(names, d.Name)
+	}
+	if len(names) == 0 {
+		return "another tool"
+	}
+	return strings.Join(names, " or ")
+}
+
+// instructions says what the tools are and how commands are confined
+// (SPEC §3.2), truthfully for this configuration.
+func (s *Server) instructions() string {
+	var what string
+	switch s.opts.ShellType {
+	case ShellTypeShell:
+		what = `execd runs commands on this machine: the shell tool executes an argv (prefix scripts with ["bash", "-lc"]) and returns its output.`
+	case ShellTypeDisabled:
+		what = "execd's shell tools are disabled by its configuration."
+	default:
+		what = "execd runs commands on this machine: shell_command runs a script in the user's shell and returns its exit code and output."
+	}
+	mode := s.orch.SandboxMode()
+	var how string
+	switch {
+	case s.orch.Sandboxed():
+		how = fmt.Sprintf("Commands run in a %s sandbox.", mode)
+	case mode == sandbox.DangerFullAccess:
+		how = "Commands run without a sandbox, with the full permissions of the user running execd, so be careful with anything destructive."
+	case mode == sandbox.ExternalSandbox:
+		how = "execd adds no sandbox of its own: commands are confined only by the container or VM it runs in."
+	case s.orch.FailsClosed():
+		how = fmt.Sprintf("Commands are currently refused: the configured %s sandbox cannot be enforced by this build, and execd fails closed.", mode)
+	default:
+		how = fmt.Sprintf("Commands run WITHOUT a sandbox: the configured %s sandbox cannot be enforced by this build.", mode)
+	}
+	return what + " " + how
+}
+
+// ListedTools returns the names tools/list shows, for logs.
+func (s *Server) ListedTools() []string {
+	names := make([]string, len(s.listed))
+	for i, d := range s.listed {
+		names[i] = d.Name
+	}
+	return names
+}
+
+// Serve serves the connection until the input ends or ctx is done; see
+// [rpc.Conn.Serve]. Requests still running go on until [Server.Shutdown].
+func (s *Server) Serve(ctx context.Context) error {
+	if s.opts.Logs != nil {
+		fwdCtx := context.WithoutCancel(ctx) // entries logged during shutdown still go out
+		s.loops.Go(func() { s.opts.Logs.forward(fwdCtx, s.conn, s.stopLogs) })
+	}
+	return s.conn.Serve(ctx)
+}
+
+// Shutdown cancels the requests still running, waits for their replies
+// until ctx is done, and closes the connection.
+func (s *Server) Shutdown(ctx context.Context) error {
+	err := s.conn.Shutdown(ctx)
+	close(s.stopLogs)
+	s.loops.Wait()
+	return err
+}
+
+func (s *Server) initialize(_ context.Context, req *rpc.Request) (any, error) {
+	var p initializeParams
+	if err := json.Unmarshal(req.Params, &p); err != nil {
+		return nil, rpc.Errorf(rpc.CodeInvalidParams, "invalid params for initialize: %v", err)
+	}
+	s.mu.Lock()
+	if s.initialized {
+		s.mu.Unlock()
+		return nil, rpc.NewError(rpc.CodeInvalidRequest, "initialize was already called on this connection")
+	}
+	s.initialized = true
+	s.client = p.Capabilities
+	s.mu.Unlock()
+
+	version := protocolVersions[0]
+	if slices.Contains(protocolVersions, p.ProtocolVersion) {
+		version = p.ProtocolVersion
+	}
+	client := "unknown"
+	if p.ClientInfo != nil {
+		client = p.ClientInfo.Name + " " + p.ClientInfo.Version
+	}
+	s.log.Info("initialize", zap.String("client", client), zap.String("requested", p.ProtocolVersion),
+		zap.String("protocol", version), zap.Bool("elicitation", p.Capabilities.Elicitation != nil))
+	return initializeResult{
+		ProtocolVersion: version,
+		Capabilities:    map[string]any{"tools": struct{}{}, "logging": struct{}{}},
+		ServerInfo:      implementation{Name: "execd", Version: s.opts.Version},
+		Instructions:    s.instr,
+	}, nil
+}
+
+func (s *Server) listTools(_ context.Context, req *rpc.Request) (any, error) {
+	var p listToolsParams
+	if len(req.Params) > 0 {
+		if err := json.Unmarshal(req.Params, &p); err != nil {
+			return nil, rpc.Errorf(rpc.CodeInvalidParams, "invalid params for tools/list: %v", err)
+		}
+	}
+	if p.Cursor != nil && *p.Cursor != "" {
+		return nil, rpc.Errorf(rpc.CodeInvalidParams, "invalid params for tools/list: unknown cursor %q (all tools fit in one page)", *p.Cursor)
+	}
+	tools := s.listed
+	if tools == nil {
+		tools = []*toolDef{}
+	}
+	return listToolsResult{Tools: tools}, nil
+}
+
+func (s *Server) callTool(ctx context.Context, req *rpc.Request) (any, error) {
+	var p callToolParams
+	if err := json.Unmarshal(req.Params, &p); err != nil {
+		return nil, rpc.Errorf(rpc.CodeInvalidParams, "invalid params for tools/call: %v", err)
+	}
+	if p.Name == nil {
+		return nil, rpc.NewError(rpc.CodeInvalidParams, `invalid params for tools/call: "name" is required`)
+	}
+	run := s.tools[*p.Name]
+	if run == nil {
+		return nil, rpc.Errorf(rpc.CodeInvalidParams, "unknown tool %q (available: %s)", *p.Name, strings.Join(s.callable(), ", "))
+	}
+	c := &toolCall{id: req.ID, name: *p.Name, args: p.Arguments, progress: p.Meta.ProgressToken}
+	s.log.Debug("tool call", zap.Stringer("call_id", req.ID), zap.String("tool", c.name))
+	return run(ctx, c), nil
+}
+
+func (s *Server) callable() []string {
+	names := make([]string, 0, len(s.tools))
+	for n := range s.tools {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+func (s *Server) setLevel(_ context.Context, req *rpc.Request) (any, error) {
+	var p setLevelParams
+	if err := json.Unmarshal(req.Params, &p); err != nil {
+		return nil, rpc.Errorf(rpc.CodeInvalidParams, "invalid params for logging/setLevel: %v", err)
+	}
+	level, ok := parseMCPLevel(p.Level)
+	if !ok {
+		return nil, rpc.Errorf(rpc.CodeInvalidParams, "invalid params for logging/setLevel: level %q is not one of %s",
+			p.Level, strings.Join(mcpLevels, ", "))
+	}
+	if s.opts.Logs != nil {
+		s.opts.Logs.setLevel(level)
+	}
+	return struct{}{}, nil
+}
+
+// textResult is a result with one text block and no structured content.
+func textResult(text string, isError bool) *callResult {
+	return &callResult{Content: []textContent{{Type: "text", Text: text}}, IsError: isError}
+}
+
+// errorResult maps the errors of a call that started nothing to the
+// model-facing text. It is the one place where domain errors meet the
+// client.
+func errorResult(err error) *callResult {
+	var (
+		ae *ArgError
+		we *orchestrator.WorkdirError
+		ue *sandbox.UnavailableError
+		se *orchestrator.SpawnError
+	)
+	switch {
+	case errors.As(err, &ae), errors.As(err, &ue):
+		return textResult(err.Error(), true)
+	case errors.As(err, &we):
+		return textResult("invalid arguments: "+we.Error(), true)
+	case errors.As(err, &se):
+		return textResult("execution error: "+se.Error(), true)
+	case errors.Is(err, orchestrator.ErrShuttingDown), errors.Is(err, errEscalation):
+		return textResult(err.Error(), true)
+	}
+	return textResult("execution error: "+err.Error(), true)
+}

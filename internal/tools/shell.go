@@ -1,0 +1,153 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/execd/execd/internal/orchestrator"
+)
+
+// errEscalation refuses require_escalated while approvals do not exist.
+var errEscalation = errors.New(`sandbox_permissions "require_escalated" asks the user to approve running outside the sandbox, ` +
+	`and approval requests are not implemented in this build yet (issue #5); run the command without it`)
+
+// runShell is the shell tool and its aliases (SPEC §4.1): an argv.
+func (s *Server) runShell(ctx context.Context, c *toolCall) *callResult {
+	a := parseArgs(c.name, c.args)
+	a.require("command")
+	argv := a.strList("command")
+	workdir := a.str("workdir")
+	timeout := s.timeoutArg(a, "timeout")
+	escalate := s.escalationArgs(a)
+	if err := a.done(); err != nil {
+		return errorResult(err)
+	}
+	if len(argv) == 0 || argv[0] == "" {
+		return errorResult(&ArgError{Tool: c.name, Field: "command", Msg: "must be a non-empty array whose first element names the program"})
+	}
+	if escalate {
+		return errorResult(errEscalation)
+	}
+	res, err := s.exec(ctx, c, orchestrator.ExecRequest{Argv: argv, Workdir: workdir, Timeout: timeout})
+	if err != nil {
+		return errorResult(err)
+	}
+	out := truncateOutput(execOutput(res), s.opts.MaxOutputTokens)
+	return &callResult{
+		Content:           []textContent{{Type: "text", Text: shellText(out.withHeader(), res.ExitCode, res.Duration)}},
+		StructuredContent: structured(res, out),
+		IsError:           res.ExitCode != 0 || res.TimedOut,
+	}
+}
+
+// runShellCommand is the shell_command tool (SPEC §4.2): a script for
+// the user's shell.
+func (s *Server) runShellCommand(ctx context.Context, c *toolCall) *callResult {
+	a := parseArgs(c.name, c.args)
+	a.require("command")
+	script := a.str("command")
+	workdir := a.str("workdir")
+	timeout := s.timeoutArg(a, "")
+	login := s.loginArg(a)
+	escalate := s.escalationArgs(a)
+	if err := a.done(); err != nil {
+		return errorResult(err)
+	}
+	if escalate {
+		return errorResult(errEscalation)
+	}
+	argv := s.orch.Shell().Argv(script, login)
+	res, err := s.exec(ctx, c, orchestrator.ExecRequest{Argv: argv, Workdir: workdir, Timeout: timeout})
+	if err != nil {
+		return errorResult(err)
+	}
+	out := truncateOutput(execOutput(res), s.opts.MaxOutputTokens)
+	return &callResult{
+		Content:           []textContent{{Type: "text", Text: shellCommandText(res.ExitCode, res.Duration, out)}},
+		StructuredContent: structured(res, out),
+		IsError:           res.ExitCode != 0 || res.TimedOut,
+	}
+}
+
+// timeoutArg reads timeout_ms (and an alias, if given) as a duration;
+// absent means the default.
+func (s *Server) timeoutArg(a *args, alias string) time.Duration {
+	ms := a.integer("timeout_ms")
+	if alias != "" {
+		if a.has("timeout") && a.has("timeout_ms") {
+			a.fail("timeout", "give timeout_ms or its alias timeout, not both")
+		}
+		if alt := a.integer(alias); alt >= 0 {
+			ms = alt
+		}
+	}
+	switch {
+	case ms < 0:
+		return s.opts.DefaultTimeout
+	case ms == 0:
+		a.fail("timeout_ms", "must be at least 1 millisecond")
+	}
+	return time.Duration(ms) * time.Millisecond
+}
+
+// loginArg reads login: default true unless login shells are disallowed,
+// in which case an explicit true is an error (tools.allow_login_shell).
+func (s *Server) loginArg(a *args) bool {
+	if !s.opts.DisallowLoginShell {
+		return a.boolean("login", true)
+	}
+	if a.boolean("login", false) {
+		a.fail("login", "login shells are disabled by this server's configuration (tools.allow_login_shell = false)")
+	}
+	return false
+}
+
+// escalationArgs reads the shared approval parameters and reports whether
+// escalation was requested.
+func (s *Server) escalationArgs(a *args) bool {
+	mode := a.oneOf("sandbox_permissions", "use_default", "use_default", "require_escalated")
+	a.str("justification")
+	a.strList("prefix_rule")
+	return mode == "require_escalated"
+}
+
+// exec runs a one-shot command, reporting progress when the call asked
+// for it.
+func (s *Server) exec(ctx context.Context, c *toolCall, req orchestrator.ExecRequest) (*orchestrator.ExecResult, error) {
+	req.CallID = c.id.String()
+	if p := startProgress(ctx, s.conn, c.progress); p != nil {
+		req.Output = p.observe
+		defer p.stop() // before the reply: no progress after the result
+	}
+	return s.orch.Exec(ctx, req)
+}
+
+// execOutput is the command's output as the model sees it before
+// truncation: stdout then stderr, invalid UTF-8 replaced, after a timeout
+// line when the timeout killed it (compat).
+func execOutput(res *orchestrator.ExecResult) string {
+	text := toValidUTF8(res.Stdout.Data) + toValidUTF8(res.Stderr.Data)
+	if res.TimedOut {
+		text = fmt.Sprintf("command timed out after %d milliseconds\n", res.Duration.Milliseconds()) + text
+	}
+	return text
+}
+
+func structured(res *orchestrator.ExecResult, out truncated) execStructured {
+	st := execStructured{
+		ExitCode:        res.ExitCode,
+		WallTimeSeconds: math.Round(res.Duration.Seconds()*1000) / 1000,
+		Output:          out.Text,
+		TimedOut:        res.TimedOut,
+		Truncated:       out.Cut || res.Stdout.Dropped() || res.Stderr.Dropped(),
+	}
+	if res.Signal != 0 {
+		st.Signal = unix.SignalName(res.Signal)
+	}
+	return st
+}
