@@ -65,11 +65,14 @@ type UnavailableError struct {
 }
 
 func (e *UnavailableError) Error() string {
-	way := `set sandbox.mode = "danger-full-access" to run commands without a sandbox, at your own risk`
+	way := `Set sandbox.mode = "danger-full-access" to run without a sandbox at your own risk, ` +
+		`or "external-sandbox" if execd runs inside a container or VM that confines it.`
 	if e.InContainer {
-		way = `execd runs inside a container, so if that container is your sandbox set sandbox.mode = "external-sandbox"; otherwise ` + way
+		way = `execd runs in a container: if that container is your sandbox, set sandbox.mode = "external-sandbox"; ` +
+			`otherwise set sandbox.mode = "danger-full-access" to run without a sandbox at your own risk.`
 	}
-	return fmt.Sprintf("sandbox mode %s cannot be enforced: %s; commands are refused because sandbox.fail_closed is true. To proceed, %s", e.Mode, e.Missing, way)
+	return fmt.Sprintf("sandbox mode %s cannot be enforced: %s, and sandbox.fail_closed refuses to run commands without it. %s",
+		e.Mode, e.Missing, way)
 }
 
 // ErrNotBuilt is the cause of every UnavailableError in this build.

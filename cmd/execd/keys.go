@@ -1,0 +1,76 @@
+package main
+
+import "github.com/execd/execd/internal/sandbox"
+
+// kind is the type of a configuration value.
+type kind int
+
+const (
+	kString kind = iota
+	kBool
+	kInt
+	kDuration
+	kList // array of strings; in the environment a JSON array or "a,b,c"
+	kMap  // table of strings; in the environment a JSON object or "K=V,K2=V2"
+)
+
+// keySpec describes one configuration key of SPEC §2.
+type keySpec struct {
+	name string
+	kind kind
+	enum []string // allowed values of a string key, if limited
+	min  int64    // smallest value of an int key
+	flag string   // the command-line flag bound to the key, if any
+	// issue is the issue that builds the key's feature; while it is not
+	// built, only the default value is accepted.
+	issue int
+}
+
+// keys is every configuration key, in the order of SPEC §2.
+var keys = []keySpec{
+	{name: "cwd", kind: kString, flag: "cwd"},
+	{name: "approval_policy", kind: kString, enum: []string{"untrusted", "on-failure", "on-request", "never"}, flag: "approval", issue: 5},
+	{name: "approval.timeout", kind: kDuration, issue: 5},
+	{name: "approval.without_client_support", kind: kString, enum: []string{"deny", "allow"}, issue: 5},
+	{name: "sandbox.mode", kind: kString, enum: modeNames(), flag: "sandbox"},
+	{name: "sandbox.writable_roots", kind: kList, issue: 4},
+	{name: "sandbox.network_access", kind: kBool},
+	{name: "sandbox.exclude_tmpdir_env_var", kind: kBool, issue: 4},
+	{name: "sandbox.exclude_slash_tmp", kind: kBool, issue: 4},
+	{name: "sandbox.protected_paths", kind: kList, issue: 4},
+	{name: "sandbox.fail_closed", kind: kBool},
+	{name: "rules.files", kind: kList, issue: 5},
+	{name: "rules.amend_file", kind: kString, issue: 5},
+	{name: "shell_environment_policy.inherit", kind: kString, enum: []string{"all", "core", "none"}},
+	{name: "shell_environment_policy.ignore_default_excludes", kind: kBool},
+	{name: "shell_environment_policy.exclude", kind: kList},
+	{name: "shell_environment_policy.set", kind: kMap},
+	{name: "shell_environment_policy.include_only", kind: kList},
+	{name: "tools.shell_type", kind: kString, enum: []string{"unified_exec", "shell_command", "shell", "disabled"}},
+	{name: "tools.apply_patch", kind: kBool},
+	{name: "tools.allow_login_shell", kind: kBool},
+	{name: "exec.default_timeout_ms", kind: kInt, min: 1},
+	{name: "exec.max_output_tokens", kind: kInt, min: 1},
+	{name: "sessions.max", kind: kInt, min: 1, issue: 3},
+	{name: "sessions.max_poll_ms", kind: kInt, min: 5000, issue: 3},
+	{name: "log.level", kind: kString, enum: []string{"debug", "info", "warn", "error"}, flag: "log-level"},
+	{name: "log.format", kind: kString, enum: []string{"json", "console"}},
+	{name: "audit.path", kind: kString, issue: 5},
+}
+
+func modeNames() []string {
+	names := make([]string, len(sandbox.Modes))
+	for i, m := range sandbox.Modes {
+		names[i] = string(m)
+	}
+	return names
+}
+
+func lookupKey(name string) (keySpec, bool) {
+	for _, k := range keys {
+		if k.name == name {
+			return k, true
+		}
+	}
+	return keySpec{}, false
+}

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/pflag"
+	"go.uber.org/zap"
+
+	"github.com/execd/execd/internal/orchestrator"
+	"github.com/execd/execd/internal/reaper"
+	"github.com/execd/execd/internal/sandbox"
+)
+
+// runCmd is `execd run -- CMD`: one command through the same pipeline as
+// a tool call, its output printed live, its exit code returned.
+func runCmd(fs *pflag.FlagSet, argv []string) int {
+	if len(argv) == 0 {
+		fmt.Fprintln(os.Stderr, "execd run: missing command (usage: execd run [flags] -- CMD [ARG...])")
+		return exitUsage
+	}
+	cfg, err := loadConfig(fs)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "execd: %v\n", err)
+		return exitUsage
+	}
+	if !fs.Changed("log-level") && os.Getenv(envName("log.level")) == "" {
+		// The terminal shows the command's output; execd's own problems are
+		// printed as plain lines below, not as log records.
+		cfg.Log.Level = "error"
+	}
+	log, _ := newLogger(cfg)
+	defer func() { _ = log.Sync() }()
+	for _, w := range cfg.Warnings {
+		fmt.Fprintf(os.Stderr, "execd: warning: %s\n", w)
+	}
+	r := reaper.New()
+	defer r.Close()
+	orch, err := newOrchestrator(cfg, log, r)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "execd run: %v\n", err)
+		return exitInternal
+	}
+	timeout, _ := fs.GetDuration("timeout")
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	res, err := orch.Exec(ctx, orchestrator.ExecRequest{Argv: argv, Timeout: timeout, Output: printLive})
+	code := exitCode(res, err, timeout)
+	// Nothing execd started outlives it, background descendants included.
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownLimit)
+	defer cancel()
+	if err := r.Shutdown(sctx, killGrace); err != nil {
+		log.Error("processes survive shutdown", zap.Error(err))
+	}
+	return code
+}
+
+func printLive(s orchestrator.Stream, chunk []byte) {
+	out := os.Stdout
+	if s == orchestrator.Stderr {
+		out = os.Stderr
+	}
+	_, _ = out.Write(chunk) // a closed terminal is not a reason to stop the command
+}
+
+// exitCode is the command's code, or execd's own for what prevented it.
+func exitCode(res *orchestrator.ExecResult, err error, timeout fmt.Stringer) int {
+	var (
+		ue *sandbox.UnavailableError
+		se *orchestrator.SpawnError
+		we *orchestrator.WorkdirError
+	)
+	switch {
+	case err == nil:
+	case errors.As(err, &ue):
+		fmt.Fprintf(os.Stderr, "execd run: %v\n", err)
+		return exitRefused
+	case errors.As(err, &se) && errors.Is(err, orchestrator.ErrNotFound):
+		fmt.Fprintf(os.Stderr, "execd run: %v\n", err)
+		return exitNotFound
+	case errors.As(err, &se):
+		fmt.Fprintf(os.Stderr, "execd run: %v\n", err)
+		return exitRefused
+	case errors.As(err, &we):
+		fmt.Fprintf(os.Stderr, "execd run: %v\n", err)
+		return exitUsage
+	default:
+		fmt.Fprintf(os.Stderr, "execd run: %v\n", err)
+		return exitInternal
+	}
+	switch {
+	case res.TimedOut:
+		fmt.Fprintf(os.Stderr, "execd run: command timed out after %v\n", timeout)
+	case res.Stopped != nil:
+		fmt.Fprintf(os.Stderr, "execd run: interrupted, command killed\n")
+		return 128 + int(syscall.SIGINT)
+	}
+	return res.ExitCode
+}

@@ -1,0 +1,24 @@
+package main
+
+import (
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// takeStdout gives the protocol a private close-on-exec copy of fd 1 and
+// points fd 1 (and os.Stdout) at stderr, so that nothing but protocol
+// frames can reach the real stdout: not a stray print, a library, nor a
+// child that inherits fd 1 (DEPS.md §F).
+func takeStdout() (*os.File, error) {
+	fd, err := unix.FcntlInt(1, unix.F_DUPFD_CLOEXEC, 3)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Dup3(2, 1, 0); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	os.Stdout = os.Stderr
+	return os.NewFile(uintptr(fd), "mcp-stdout"), nil
+}

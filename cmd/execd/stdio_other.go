@@ -1,0 +1,24 @@
+//go:build !linux
+
+package main
+
+import (
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// takeStdout gives the protocol a private close-on-exec copy of fd 1 and
+// points fd 1 (and os.Stdout) at stderr (see stdio_linux.go).
+func takeStdout() (*os.File, error) {
+	fd, err := unix.FcntlInt(1, unix.F_DUPFD_CLOEXEC, 3)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Dup2(2, 1); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	os.Stdout = os.Stderr
+	return os.NewFile(uintptr(fd), "mcp-stdout"), nil
+}

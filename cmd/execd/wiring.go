@@ -1,0 +1,51 @@
+package main
+
+import (
+	"go.uber.org/zap"
+
+	"github.com/execd/execd/internal/orchestrator"
+	"github.com/execd/execd/internal/reaper"
+	"github.com/execd/execd/internal/sandbox"
+	"github.com/execd/execd/internal/tools"
+)
+
+// newOrchestrator converts the configuration into the orchestrator's
+// options.
+func newOrchestrator(cfg *config, log *zap.Logger, r *reaper.Reaper) (*orchestrator.Orchestrator, error) {
+	mode, err := sandbox.ParseMode(cfg.Sandbox.Mode)
+	if err != nil {
+		return nil, err // validated by the loader
+	}
+	return orchestrator.New(orchestrator.Options{
+		Logger: log.Named("orchestrator"),
+		Reaper: r,
+		Cwd:    cfg.Cwd,
+		Sandbox: orchestrator.SandboxPolicy{
+			Mode:          mode,
+			NetworkAccess: cfg.Sandbox.NetworkAccess,
+			FailClosed:    cfg.Sandbox.FailClosed,
+		},
+		Env: orchestrator.EnvPolicy{
+			Inherit:               orchestrator.Inherit(cfg.Env.Inherit),
+			IgnoreDefaultExcludes: cfg.Env.IgnoreDefaultExcludes,
+			Exclude:               cfg.Env.Exclude,
+			Set:                   cfg.Env.Set,
+			IncludeOnly:           cfg.Env.IncludeOnly,
+		},
+	})
+}
+
+// toolOptions converts the configuration into the MCP server's options.
+func toolOptions(cfg *config, log *zap.Logger, orch *orchestrator.Orchestrator, fwd *tools.LogForwarder) tools.Options {
+	return tools.Options{
+		Logger:             log.Named("tools"),
+		Version:            version,
+		Orchestrator:       orch,
+		ShellType:          tools.ShellType(cfg.Tools.ShellType),
+		HideApplyPatch:     !cfg.Tools.ApplyPatch,
+		DisallowLoginShell: !cfg.Tools.AllowLoginShell,
+		DefaultTimeout:     cfg.Exec.DefaultTimeout,
+		MaxOutputTokens:    cfg.Exec.MaxOutputTokens,
+		Logs:               fwd,
+	}
+}
