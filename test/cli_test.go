@@ -1,0 +1,103 @@
+package test
+
+import (
+	"bytes"
+	"errors"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+type cliResult struct {
+	stdout, stderr string
+	code           int
+}
+
+func runCLI(t *testing.T, config string, args ...string) cliResult {
+	t.Helper()
+	cmd, _ := execdCmd(t, config)
+	// execdCmd puts --config and --cwd first; the command name must lead.
+	cmd.Args = append([]string{cmd.Args[0]}, append(args[:1:1], append(cmd.Args[1:], args[1:]...)...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return cliResult{out.String(), errb.String(), code}
+}
+
+func TestRunCommand(t *testing.T) {
+	tests := []struct {
+		name   string
+		config string
+		args   []string
+		code   int
+		stdout string
+		stderr string // substring
+	}{
+		{"output and exit code", fullAccess, []string{"run", "--", "sh", "-c", "echo out; echo err >&2; exit 7"}, 7, "out\n", "err\n"},
+		{"flags end at the command", fullAccess, []string{"run", "sh", "-c", "echo $0", "-x"}, 0, "-x\n", ""},
+		{"default sandbox refuses", "", []string{"run", "--", "echo", "hello"}, 126, "", "cannot be enforced"},
+		{"not found", fullAccess, []string{"run", "--", "no-such-program-xyz"}, 127, "", "command not found"},
+		{"timeout", fullAccess, []string{"run", "--timeout", "200ms", "--", "sleep", "5"}, 124, "", "timed out"},
+		{"signal", fullAccess, []string{"run", "--", "sh", "-c", "kill -TERM $$"}, 143, "", ""},
+		{"missing command", fullAccess, []string{"run"}, 2, "", "missing command"},
+		{"stdin is /dev/null", fullAccess, []string{"run", "--", "cat"}, 0, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runCLI(t, tt.config, tt.args...)
+			if r.code != tt.code || r.stdout != tt.stdout || !strings.Contains(r.stderr, tt.stderr) {
+				t.Errorf("execd %v: exit %d stdout %q stderr %q; want exit %d stdout %q stderr containing %q",
+					tt.args, r.code, r.stdout, r.stderr, tt.code, tt.stdout, tt.stderr)
+			}
+		})
+	}
+}
+
+func TestRunKillsBackgroundDescendantsAtExit(t *testing.T) {
+	const marker = "sleep 7501.5"
+	r := runCLI(t, fullAccess, "run", "--", "sh", "-c", marker+" & setsid "+marker+" & echo started")
+	if r.code != 0 || r.stdout != "started\n" {
+		t.Fatalf("run: %+v", r)
+	}
+	assertGone(t, marker)
+}
+
+func TestBadConfigExits2BeforeAnyOutput(t *testing.T) {
+	tests := []struct {
+		config string
+		args   []string
+		want   string
+	}{
+		{"[sandbox]\nmode = \"nope\"\n", []string{"serve"}, "sandbox.mode"},
+		{"[sandbox]\nmod = \"x\"\n", []string{"serve"}, `unknown key "sandbox.mod"`},
+		{fullAccess, []string{"serve", "--frobnicate"}, "unknown flag: --frobnicate"},
+		{fullAccess, []string{"serve", "--sandbox", "bogus"}, "flag --sandbox"},
+		{fullAccess, []string{"frobnicate"}, `unknown command "frobnicate"`},
+		{fullAccess, []string{"doctor"}, "not implemented in this build yet (issue #4)"},
+	}
+	for _, tt := range tests {
+		r := runCLI(t, tt.config, tt.args...)
+		if r.code != 2 || r.stdout != "" || !strings.Contains(r.stderr, tt.want) || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+			t.Errorf("execd %v with %q: exit %d stdout %q stderr %q; want exit 2, one stderr line with %q",
+				tt.args, tt.config, r.code, r.stdout, r.stderr, tt.want)
+		}
+	}
+}
+
+func TestVersionAndHelp(t *testing.T) {
+	if r := runCLI(t, fullAccess, "version"); r.code != 0 || !strings.HasPrefix(r.stdout, "execd ") || !strings.Contains(r.stdout, "go1.") {
+		t.Errorf("version: %+v", r)
+	}
+	for _, args := range [][]string{{"help"}, {"-h"}, {"run", "-h"}, {"serve", "--help"}} {
+		if r := runCLI(t, fullAccess, args...); r.code != 0 || !strings.Contains(r.stdout, "Usage: execd") {
+			t.Errorf("%v: %+v", args, r)
+		}
+	}
+}

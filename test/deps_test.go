@@ -1,0 +1,63 @@
+package test
+
+import (
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/execd/execd"
+
+// allowedInternal is, for each internal package, the internal packages it
+// may depend on (STYLE §1: leaves import nothing of ours; interfaces
+// belong to the consumer). The reason for each row is in its comment.
+var allowedInternal = map[string][]string{
+	"rpc":       nil, // JSON-RPC framing knows nothing of tools or processes
+	"reaper":    nil, // a leaf: owns processes, takes no logger
+	"sandbox":   nil, // a leaf: restrictions and platform facts
+	"proctest":  nil, // test helper
+	"procstore": nil, // sessions table (issue #3)
+	"ptyio":     nil, // terminals (issue #3)
+	// orchestrator runs commands through the leaves; it never speaks MCP.
+	"orchestrator": {"reaper", "sandbox", "procstore", "ptyio"},
+	// tools speaks MCP; it uses sandbox only for its error and mode types.
+	"tools": {"rpc", "orchestrator", "sandbox", "procstore"},
+}
+
+// onlyInCmd are third-party packages reserved to cmd/execd (STYLE §7):
+// configuration and process-wide signal handling are wiring.
+var onlyInCmd = []string{"github.com/spf13/viper", "github.com/spf13/pflag", "os/signal"}
+
+func TestDependencyDirection(t *testing.T) {
+	out, err := exec.Command("go", "list", module+"/internal/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		name := strings.TrimPrefix(pkg, module+"/internal/")
+		allowed, known := allowedInternal[name]
+		if !known {
+			t.Errorf("package internal/%s has no row in allowedInternal: add one with its reason", name)
+			continue
+		}
+		imports, err := exec.Command("go", "list", "-f", `{{join .Imports " "}}`, pkg).Output()
+		if err != nil {
+			t.Fatalf("go list -f Imports %s: %v", pkg, err)
+		}
+		for _, imp := range strings.Fields(string(imports)) {
+			if d, ok := strings.CutPrefix(imp, module+"/internal/"); ok && !slices.Contains(allowed, d) {
+				t.Errorf("internal/%s imports internal/%s, which it may not", name, d)
+			}
+		}
+		deps, err := exec.Command("go", "list", "-deps", pkg).Output()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v", pkg, err)
+		}
+		for _, dep := range strings.Fields(string(deps)) {
+			if slices.Contains(onlyInCmd, dep) {
+				t.Errorf("internal/%s depends on %s, which only cmd/execd may use", name, dep)
+			}
+		}
+	}
+}
