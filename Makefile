@@ -1,0 +1,56 @@
+# execd — see README.md. `make test` is what CI runs (.ci/run).
+
+GO        ?= go
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT    ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null)
+LDFLAGS   := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+FUZZTIME  ?= 10s
+
+# Every fuzz target, as package:Target.
+FUZZ_TARGETS := ./internal/rpc:FuzzDecode ./internal/tools:FuzzArgs
+
+.PHONY: all build test check fmt-check vet lint unit integration fuzz cross bench clean
+
+all: build
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/execd ./cmd/execd
+
+## test: everything CI checks, on a fresh machine.
+test: fmt-check vet lint cross unit integration fuzz
+
+check: test
+
+fmt-check:
+	@out=$$(gofmt -l . | grep -v '^bin/'); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+lint:
+	$(GO) tool staticcheck ./...
+
+# The product is static (CGO_ENABLED=0) and must build for macOS too.
+cross:
+	CGO_ENABLED=0 $(GO) build ./...
+	CGO_ENABLED=0 GOOS=darwin GOARCH=arm64 $(GO) build ./...
+
+unit:
+	$(GO) test -race -count=1 ./internal/... ./cmd/...
+
+integration:
+	$(GO) test -race -count=1 ./test/...
+
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz $$name ($$pkg) for $(FUZZTIME)"; \
+		$(GO) test -run='^$$' -fuzz="^$$name\$$" -fuzztime=$(FUZZTIME) $$pkg; \
+	done
+
+## bench: performance numbers against in-run baselines (see test/bench).
+bench:
+	$(GO) run ./test/bench
+
+clean:
+	rm -rf bin
