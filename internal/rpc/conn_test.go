@@ -478,3 +478,46 @@ func waitServing(t *testing.T, c *Conn) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// blockingWriter blocks every Write until closed, like a pipe whose reader
+// stopped reading without closing it.
+type blockingWriter struct {
+	once   sync.Once
+	closed chan struct{}
+}
+
+func (w *blockingWriter) Write(p []byte) (int, error) {
+	<-w.closed
+	return 0, io.ErrClosedPipe
+}
+
+func (w *blockingWriter) Close() error {
+	w.once.Do(func() { close(w.closed) })
+	return nil
+}
+
+// A client that closes stdin but never reads stdout must not keep execd
+// from exiting: Shutdown is bounded even while a reply is stuck in Write.
+func TestShutdownWhileAWriteIsBlocked(t *testing.T) {
+	inR, inW := io.Pipe()
+	out := &blockingWriter{closed: make(chan struct{})}
+	c := NewConn(inR, out, Options{Logger: zaptest.NewLogger(t)})
+	c.Handle("ping", func(context.Context, *Request) (any, error) { return struct{}{}, nil })
+	served := make(chan error, 1)
+	go func() { served <- c.Serve(t.Context()) }()
+	if _, err := io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"ping"}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	_ = inW.Close()
+	if err := waitErr(t, served); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- c.Shutdown(ctx) }()
+	if err := waitErr(t, done); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	c.running.Wait() // the stuck reply fails once the output is closed
+}

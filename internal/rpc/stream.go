@@ -250,15 +250,15 @@ func (s *lineStream) WriteObject(v any) error {
 }
 
 // Close releases a ReadObject waiting at the end of input and closes the
-// output. The input is not closed: a read blocked on a pipe cannot be
-// interrupted, and its goroutine is abandoned at exit.
+// output. It does not take the write lock: a Write blocked on a client
+// that stopped reading would hold it forever, and closing a file while a
+// write is in progress is safe. The input is not closed: a read blocked
+// on a pipe cannot be interrupted, and its goroutine is abandoned at exit.
 func (s *lineStream) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
 		close(s.closed)
-		s.wmu.Lock()
 		err = s.w.Close()
-		s.wmu.Unlock()
 	})
 	return err
 }
