@@ -20,22 +20,15 @@ import (
 
 	"github.com/execd/execd/internal/orchestrator"
 	"github.com/execd/execd/internal/reaper"
+	"github.com/execd/execd/internal/reaper/reapertest"
 	"github.com/execd/execd/internal/rpc"
 	"github.com/execd/execd/internal/sandbox"
 )
 
 // testReaper is the one Reaper of the test process.
-var testReaper *reaper.Reaper
+var testReaper = reaper.New()
 
-func TestMain(m *testing.M) {
-	testReaper = reaper.New()
-	code := m.Run()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	_ = testReaper.Shutdown(ctx, time.Second)
-	cancel()
-	testReaper.Close()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(reapertest.Run(m, testReaper)) }
 
 const waitLimit = 10 * time.Second
 

@@ -33,16 +33,10 @@ func (s *Server) runShell(ctx context.Context, c *toolCall) *callResult {
 	if escalate {
 		return errorResult(errEscalation)
 	}
-	res, err := s.exec(ctx, c, orchestrator.ExecRequest{Argv: argv, Workdir: workdir, Timeout: timeout})
-	if err != nil {
-		return errorResult(err)
-	}
-	out := truncateOutput(execOutput(res), s.opts.MaxOutputTokens)
-	return &callResult{
-		Content:           []textContent{{Type: "text", Text: shellText(out.withHeader(), res.ExitCode, res.Duration)}},
-		StructuredContent: structured(res, out),
-		IsError:           res.ExitCode != 0 || res.TimedOut,
-	}
+	return s.oneShot(ctx, c, orchestrator.ExecRequest{Argv: argv, Workdir: workdir, Timeout: timeout},
+		func(res *orchestrator.ExecResult, out truncated) string {
+			return shellText(out.withHeader(), res.ExitCode, res.Duration)
+		})
 }
 
 // runShellCommand is the shell_command tool (SPEC §4.2): a script for
@@ -62,13 +56,24 @@ func (s *Server) runShellCommand(ctx context.Context, c *toolCall) *callResult {
 		return errorResult(errEscalation)
 	}
 	argv := s.orch.Shell().Argv(script, login)
-	res, err := s.exec(ctx, c, orchestrator.ExecRequest{Argv: argv, Workdir: workdir, Timeout: timeout})
+	return s.oneShot(ctx, c, orchestrator.ExecRequest{Argv: argv, Workdir: workdir, Timeout: timeout},
+		func(res *orchestrator.ExecResult, out truncated) string {
+			return shellCommandText(res.ExitCode, res.Duration, out)
+		})
+}
+
+// oneShot runs a command and builds the result of a one-shot tool: layout
+// gives the model-facing text; isError is set for a non-zero exit or a
+// timeout (SPEC §4.1).
+func (s *Server) oneShot(ctx context.Context, c *toolCall, req orchestrator.ExecRequest,
+	layout func(*orchestrator.ExecResult, truncated) string) *callResult {
+	res, err := s.exec(ctx, c, req)
 	if err != nil {
 		return errorResult(err)
 	}
 	out := truncateOutput(execOutput(res), s.opts.MaxOutputTokens)
 	return &callResult{
-		Content:           []textContent{{Type: "text", Text: shellCommandText(res.ExitCode, res.Duration, out)}},
+		Content:           []textContent{{Type: "text", Text: layout(res, out)}},
 		StructuredContent: structured(res, out),
 		IsError:           res.ExitCode != 0 || res.TimedOut,
 	}

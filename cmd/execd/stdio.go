@@ -1,5 +1,3 @@
-//go:build !linux
-
 package main
 
 import (
@@ -9,13 +7,15 @@ import (
 )
 
 // takeStdout gives the protocol a private close-on-exec copy of fd 1 and
-// points fd 1 (and os.Stdout) at stderr (see stdio_linux.go).
+// points fd 1 (and os.Stdout) at stderr, so that nothing but protocol
+// frames can reach the real stdout: not a stray print, a library, nor a
+// child that inherits fd 1 (DEPS.md §F).
 func takeStdout() (*os.File, error) {
 	fd, err := unix.FcntlInt(1, unix.F_DUPFD_CLOEXEC, 3)
 	if err != nil {
 		return nil, err
 	}
-	if err := unix.Dup2(2, 1); err != nil {
+	if err := redirect(2, 1); err != nil {
 		unix.Close(fd)
 		return nil, err
 	}
