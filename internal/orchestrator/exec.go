@@ -174,7 +174,7 @@ func (r *pipedRun) wait(ctx context.Context, o *Orchestrator, timeout time.Durat
 	res := &ExecResult{}
 	pid := r.cmd.Process.Pid
 	kill := func() {
-		if err := o.reaper.Signal(pid, syscall.SIGKILL); err != nil {
+		if err := o.reaper.Signal(r.cmd, syscall.SIGKILL); err != nil {
 			o.log.Warn("kill process group", zap.Int("pgid", pid), zap.Error(err))
 		}
 	}

@@ -33,9 +33,20 @@ func closeInheritedOnExec() {
 	}
 }
 
+// childLister picks how children are listed: the per-thread children
+// files where the kernel has them (CONFIG_PROC_CHILDREN, which distribution
+// kernels enable but is off upstream by default), else a scan of every
+// process's parent in /proc.
+func childLister() func() []int {
+	if _, err := os.Stat("/proc/self/task/" + strconv.Itoa(os.Getpid()) + "/children"); err == nil {
+		return listChildren
+	}
+	return scanChildren
+}
+
 // listChildren returns the pids of this process's children. An orphan is
 // re-parented to any thread of the subreaper, so every thread's list is
-// read (/proc/PID/task/TID/children, Linux ≥ 3.5 with CONFIG_PROC_CHILDREN).
+// read (/proc/PID/task/TID/children).
 func listChildren() []int {
 	tasks, err := os.ReadDir("/proc/self/task")
 	if err != nil {
@@ -49,6 +60,37 @@ func listChildren() []int {
 		}
 		for _, f := range bytes.Fields(b) {
 			if pid, err := strconv.Atoi(string(f)); err == nil {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids
+}
+
+// scanChildren returns the pids of this process's children by reading the
+// parent of every process in /proc: slower than listChildren, for kernels
+// without children files.
+func scanChildren() []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	self := os.Getpid()
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue // exited meanwhile
+		}
+		// The parent is the 2nd field after the parenthesised name, which
+		// may itself contain spaces and parentheses.
+		i := bytes.LastIndexByte(stat, ')')
+		if f := bytes.Fields(stat[i+1:]); i >= 0 && len(f) > 1 {
+			if ppid, err := strconv.Atoi(string(f[1])); err == nil && ppid == self {
 				pids = append(pids, pid)
 			}
 		}

@@ -19,6 +19,6 @@ func closeInheritedOnExec() {
 	}
 }
 
-func listChildren() []int { return nil }
+func childLister() func() []int { return func() []int { return nil } }
 
 func reapOrphan(int) bool { return true }

@@ -11,9 +11,10 @@
 //     their parent (`cmd &`, `setsid cmd &`, `nohup cmd &`, daemons) are
 //     re-parented to it instead of init. The Reaper reaps those orphans
 //     when they exit and never touches the children that Wait is
-//     responsible for. It looks for orphans whenever Wait returns and,
-//     while any are alive, every [OrphanPoll], so an orphan that exits
-//     stays a zombie for at most that long. It installs no signal handler.
+//     responsible for. It looks for orphans when Wait returns and, while
+//     any command or orphan is alive, every [OrphanPoll], so an orphan that
+//     exits stays a zombie for at most about that long. It installs no
+//     signal handler.
 //     Elsewhere orphans cannot be found; only the process groups that
 //     Start created are tracked.
 //   - [New] marks every descriptor above 2 that the process inherited
@@ -61,14 +62,18 @@ const scanSpacing = 100 * time.Millisecond
 // Reaper tracks the processes execd started. Create it with [New] and stop
 // it with [Reaper.Close] after [Reaper.Shutdown].
 type Reaper struct {
-	adopts bool // orphans are re-parented to this process (Linux)
+	adopts   bool         // orphans are re-parented to this process (Linux)
+	children func() []int // lists this process's children
 
+	// The maps hold the command behind each pid, so that an entry is only
+	// ever removed or signalled for the command that made it, even if the
+	// pid is reused as soon as the command is reaped.
 	mu      sync.Mutex
-	direct  map[int]bool // guarded by mu: started and not yet waited
-	groups  map[int]bool // guarded by mu: process groups Start created
-	closing bool         // guarded by mu
+	direct  map[int]*exec.Cmd // guarded by mu: started and not yet waited, by pid
+	groups  map[int]*exec.Cmd // guarded by mu: process groups Start created, by pgid
+	closing bool              // guarded by mu
 
-	kick chan struct{}  // a direct child was waited for: look for orphans
+	kick chan struct{}  // a child was started or waited for: rescan
 	stop chan struct{}  // closed by Close
 	loop sync.WaitGroup // the orphan loop
 }
@@ -79,11 +84,12 @@ type Reaper struct {
 func New() *Reaper {
 	closeInheritedOnExec()
 	r := &Reaper{
-		adopts: becomeSubreaper() == nil,
-		direct: map[int]bool{},
-		groups: map[int]bool{},
-		kick:   make(chan struct{}, 1),
-		stop:   make(chan struct{}),
+		adopts:   becomeSubreaper() == nil,
+		children: childLister(),
+		direct:   map[int]*exec.Cmd{},
+		groups:   map[int]*exec.Cmd{},
+		kick:     make(chan struct{}, 1),
+		stop:     make(chan struct{}),
 	}
 	if r.adopts {
 		r.loop.Go(r.reapLoop)
@@ -114,8 +120,9 @@ func (r *Reaper) Start(cmd *exec.Cmd) error {
 		return err
 	}
 	pid := cmd.Process.Pid
-	r.direct[pid] = true
-	r.groups[pid] = true
+	r.direct[pid] = cmd
+	r.groups[pid] = cmd
+	r.rescan() // orphans are looked for while commands run
 	return nil
 }
 
@@ -124,20 +131,30 @@ func (r *Reaper) Start(cmd *exec.Cmd) error {
 func (r *Reaper) Wait(cmd *exec.Cmd) error {
 	err := cmd.Wait()
 	r.mu.Lock()
-	delete(r.direct, cmd.Process.Pid)
-	r.mu.Unlock()
-	select { // its descendants may just have become orphans
-	case r.kick <- struct{}{}:
-	default:
+	if pid := cmd.Process.Pid; r.direct[pid] == cmd { // not a new command with the reused pid
+		delete(r.direct, pid)
 	}
+	r.mu.Unlock()
+	r.rescan() // its descendants may just have become orphans
 	return err
 }
 
-// Signal sends sig to the process group led by pid. A group that no longer
-// exists is not an error.
-func (r *Reaper) Signal(pid int, sig syscall.Signal) error {
-	if pid <= 1 {
-		return errors.New("reaper: refusing to signal a group below 2")
+func (r *Reaper) rescan() {
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Signal sends sig to the process group that Start created for cmd. A
+// group that no longer exists, or whose number now belongs to another
+// command, is left alone and is not an error.
+func (r *Reaper) Signal(cmd *exec.Cmd, sig syscall.Signal) error {
+	pid := cmd.Process.Pid
+	r.mu.Lock() // held across the kill: Start cannot reuse the number meanwhile
+	defer r.mu.Unlock()
+	if r.groups[pid] != cmd {
+		return nil
 	}
 	if err := unix.Kill(-pid, sig); err != nil && !errors.Is(err, unix.ESRCH) {
 		return err
@@ -179,7 +196,7 @@ func (r *Reaper) Shutdown(ctx context.Context, grace time.Duration) error {
 // signalAll sends sig once to every live target and reports whether any
 // descendant is left.
 func (r *Reaper) signalAll(sig unix.Signal, sent map[int]bool) (alive bool) {
-	children := listChildren()
+	children := r.children()
 	self := unix.Getpgrp()
 	send := func(target int) {
 		if target == -self || target == -1 || target == 0 || target == 1 || sent[target] {
@@ -199,7 +216,7 @@ func (r *Reaper) signalAll(sig unix.Signal, sent map[int]bool) (alive bool) {
 		send(-pgid)
 	}
 	for _, pid := range children {
-		if !r.direct[pid] && reapOrphan(pid) {
+		if r.direct[pid] == nil && reapOrphan(pid) {
 			continue
 		}
 		alive = true
@@ -225,8 +242,8 @@ func (r *Reaper) Close() {
 	r.loop.Wait()
 }
 
-// reapLoop reaps orphans after each Wait and, while orphans are alive,
-// every OrphanPoll. It exits when Close is called.
+// reapLoop reaps orphans after each Start and Wait and, while commands or
+// orphans are alive, every OrphanPoll. It exits when Close is called.
 func (r *Reaper) reapLoop() {
 	var ticker *time.Ticker
 	var tick <-chan time.Time
@@ -251,7 +268,7 @@ func (r *Reaper) reapLoop() {
 		case <-tick:
 		}
 		last = time.Now()
-		alive := r.reapOrphans()
+		alive := r.reapOrphans() // orphans and commands still running
 		switch {
 		case alive > 0 && ticker == nil:
 			ticker = time.NewTicker(OrphanPoll)
@@ -264,20 +281,21 @@ func (r *Reaper) reapLoop() {
 }
 
 // reapOrphans collects adopted orphans that exited, forgets groups that
-// have no member left, and returns the number of orphans still alive.
+// have no member left, and returns the number of orphans and commands
+// still alive.
 func (r *Reaper) reapOrphans() (alive int) {
-	children := listChildren()
+	children := r.children()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, pid := range children {
-		if !r.direct[pid] && !reapOrphan(pid) {
+		if r.direct[pid] == nil && !reapOrphan(pid) {
 			alive++
 		}
 	}
 	for pgid := range r.groups {
-		if !r.direct[pgid] && unix.Kill(-pgid, 0) != nil {
+		if r.direct[pgid] == nil && unix.Kill(-pgid, 0) != nil {
 			delete(r.groups, pgid)
 		}
 	}
-	return alive
+	return alive + len(r.direct)
 }

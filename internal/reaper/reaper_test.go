@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -179,19 +180,79 @@ func TestSignalGroup(t *testing.T) {
 	if err := testReaper.Start(cmd); err != nil {
 		t.Fatal(err)
 	}
-	if err := testReaper.Signal(cmd.Process.Pid, syscall.SIGKILL); err != nil {
+	if err := testReaper.Signal(cmd, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	_ = testReaper.Wait(cmd)
 	if ws := cmd.ProcessState.Sys().(syscall.WaitStatus); ws.Signal() != syscall.SIGKILL {
 		t.Fatalf("status %v, want killed by SIGKILL", ws)
 	}
-	if err := testReaper.Signal(cmd.Process.Pid, syscall.SIGKILL); err != nil {
+	if err := testReaper.Signal(cmd, syscall.SIGKILL); err != nil {
 		t.Fatalf("signalling a gone group = %v, want nil", err)
 	}
-	if err := testReaper.Signal(1, syscall.SIGTERM); err == nil {
-		t.Fatal("Signal(1) must be refused")
+	// A command the reaper did not start is never signalled.
+	stranger := exec.Command("true")
+	stranger.Process = &os.Process{Pid: cmd.Process.Pid}
+	if err := testReaper.Signal(stranger, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
 	}
+}
+
+// An orphan that exits while its command still runs is reaped within
+// about OrphanPoll, not when the command ends.
+func TestOrphansAreReapedWhileTheirCommandRuns(t *testing.T) {
+	if !testReaper.Adopts() {
+		t.Skip("this kernel does not support PR_SET_CHILD_SUBREAPER")
+	}
+	cmd := bash("(sleep 0.1 &); sleep 4")
+	if err := testReaper.Start(cmd); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = testReaper.Signal(cmd, syscall.SIGKILL)
+		_ = testReaper.Wait(cmd)
+	}()
+	deadline := time.Now().Add(3 * time.Second) // the command runs 4 s
+	time.Sleep(300 * time.Millisecond)          // the orphan has exited by now
+	for len(zombieChildren()) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("zombie orphans while their command runs: %v", zombieChildren())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// scanChildren, the fallback for kernels without children files, finds
+// the same children.
+func TestScanChildrenMatchesChildrenFiles(t *testing.T) {
+	cmd := bash("sleep 5")
+	if err := testReaper.Start(cmd); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = testReaper.Signal(cmd, syscall.SIGKILL)
+		_ = testReaper.Wait(cmd)
+	}()
+	if !slices.Contains(scanChildren(), cmd.Process.Pid) || !slices.Contains(listChildren(), cmd.Process.Pid) {
+		t.Fatalf("child %d: scan %v, files %v", cmd.Process.Pid, scanChildren(), listChildren())
+	}
+}
+
+// zombieChildren lists this process's children that have exited and not
+// been reaped.
+func zombieChildren() []int {
+	var z []int
+	for _, pid := range listChildren() {
+		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(stat)
+		if f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:]); len(f) > 0 && f[0] == "Z" {
+			z = append(z, pid)
+		}
+	}
+	return z
 }
 
 func parentOf(pid int) int {
