@@ -1,8 +1,10 @@
 package orchestrator
 
 import (
+	"errors"
 	"os"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 )
 
@@ -94,9 +96,10 @@ func trimIncompleteRune(b []byte) []byte {
 	return b
 }
 
-// pump reads r until EOF, an error or a read deadline, into c, and shows
-// every chunk to observe.
-func (c *capture) pump(r *os.File, s Stream, observe OutputFunc) {
+// pump reads r into c until EOF or an error, showing every chunk to
+// observe. It reports true when it stopped because detached was set and
+// the read deadline hit: the file is then still open for reading.
+func (c *capture) pump(r *os.File, s Stream, observe OutputFunc, detached *atomic.Bool) (more bool) {
 	arr := pumpBuffers.Get().(*[pumpBufferBytes]byte)
 	defer pumpBuffers.Put(arr)
 	buf := arr[:]
@@ -109,7 +112,7 @@ func (c *capture) pump(r *os.File, s Stream, observe OutputFunc) {
 			}
 		}
 		if err != nil {
-			return
+			return errors.Is(err, os.ErrDeadlineExceeded) && detached.Load()
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -68,10 +69,12 @@ func (e *SpawnError) Error() string { return fmt.Sprintf("cannot start %s: %v", 
 func (e *SpawnError) Unwrap() error { return e.Err }
 
 // Exec runs a one-shot command with stdin /dev/null and its output on two
-// pipes, and returns when it has exited and its output is read (or
-// DescendantGrace after exit, if background descendants keep the pipes
-// open; they are left running). When ctx ends first the command's process
-// group is killed and the result records the cause in Stopped.
+// pipes, and returns when it has exited and its output is read, or
+// DescendantGrace after exit if background descendants keep the pipes
+// open: they are left running, and what they write from then on is read
+// and discarded (so they do not die of SIGPIPE) until they close the pipes
+// or [Orchestrator.Close]. When ctx ends first the command's process group
+// is killed and the result records the cause in Stopped.
 //
 // Errors: *WorkdirError, *sandbox.UnavailableError, *SpawnError, or
 // ErrShuttingDown; no process was started then.
@@ -127,7 +130,8 @@ type pipedRun struct {
 	start      time.Time
 	outR, errR *os.File
 	out, err   capture
-	pumpsDone  chan struct{} // each pump sends once when it returns
+	pumpsDone  chan struct{} // each pump sends once when it stops capturing
+	detached   atomic.Bool   // set by drain: stop capturing, keep discarding
 }
 
 func (o *Orchestrator) startPiped(cmd *exec.Cmd, observe OutputFunc) (*pipedRun, error) {
@@ -156,14 +160,22 @@ func (o *Orchestrator) startPiped(cmd *exec.Cmd, observe OutputFunc) (*pipedRun,
 		}
 		return nil, &SpawnError{Program: cmd.Path, Err: err}
 	}
-	go func() { // joined by drain, which receives from pumpsDone twice
-		r.out.pump(outR, Stdout, observe)
-		r.pumpsDone <- struct{}{}
-	}()
-	go func() {
-		r.err.pump(errR, Stderr, observe)
-		r.pumpsDone <- struct{}{}
-	}()
+	for _, p := range []struct {
+		f *os.File
+		c *capture
+		s Stream
+	}{{outR, &r.out, Stdout}, {errR, &r.err, Stderr}} {
+		// Joined by drain while capturing, then by Orchestrator.Close.
+		go func() {
+			more := p.c.pump(p.f, p.s, observe, &r.detached)
+			r.pumpsDone <- struct{}{}
+			if more {
+				o.discard(p.f)
+			} else {
+				_ = p.f.Close()
+			}
+		}()
+	}
 	return r, nil
 }
 
@@ -213,9 +225,9 @@ func (r *pipedRun) wait(ctx context.Context, o *Orchestrator, timeout time.Durat
 	return res
 }
 
-// drain waits for the pumps to reach EOF; after grace it stops them, since
-// only background descendants can still hold the pipes, and closes the
-// read ends.
+// drain waits for the pumps to reach EOF; after grace, when only
+// background descendants can still hold the pipes, it makes them stop
+// capturing (they go on discarding) so the result can be built.
 func (r *pipedRun) drain(grace time.Duration) {
 	t := time.NewTimer(grace)
 	defer t.Stop()
@@ -223,12 +235,52 @@ func (r *pipedRun) drain(grace time.Duration) {
 		select {
 		case <-r.pumpsDone:
 			pending--
-		case <-t.C: // only descendants can hold the pipes now: stop reading
+		case <-t.C:
+			r.detached.Store(true)
 			now := time.Now()
-			_ = r.outR.SetReadDeadline(now)
+			_ = r.outR.SetReadDeadline(now) // interrupts the pump's read
 			_ = r.errR.SetReadDeadline(now)
 		}
 	}
-	_ = r.outR.Close()
-	_ = r.errR.Close()
+}
+
+// discard reads and drops what background descendants still write to a
+// command's pipe until they close it or Close is called, then closes it.
+func (o *Orchestrator) discard(f *os.File) {
+	o.leftoverMu.Lock()
+	if o.closed {
+		o.leftoverMu.Unlock()
+		_ = f.Close()
+		return
+	}
+	o.leftovers.Add(1)
+	o.leftoverFiles[f] = struct{}{}
+	o.leftoverMu.Unlock()
+	defer o.leftovers.Done()
+
+	_ = f.SetReadDeadline(time.Time{})
+	buf := make([]byte, 4<<10) // not the pooled 64 KiB: this may last hours
+	for {
+		if _, err := f.Read(buf); err != nil {
+			break
+		}
+	}
+	o.leftoverMu.Lock()
+	delete(o.leftoverFiles, f)
+	o.leftoverMu.Unlock()
+	_ = f.Close()
+}
+
+// Close stops reading the output of background descendants left by
+// finished commands (they are not signalled: the reaper's Shutdown does
+// that) and waits for those readers to return. Call it at shutdown, after
+// the last Exec.
+func (o *Orchestrator) Close() {
+	o.leftoverMu.Lock()
+	o.closed = true
+	for f := range o.leftoverFiles {
+		_ = f.Close() // interrupts its reader
+	}
+	o.leftoverMu.Unlock()
+	o.leftovers.Wait()
 }

@@ -44,6 +44,7 @@ func newTest(t *testing.T, mod func(*Options)) *Orchestrator {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(o.Close)
 	return o
 }
 
@@ -287,4 +288,47 @@ func TestConcurrentExecs(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// SPEC §9.3: a background descendant is left running, so its output after
+// the call returned must not kill it with SIGPIPE.
+func TestBackgroundDescendantsKeepWritingAfterTheCall(t *testing.T) {
+	o := newTest(t, nil)
+	alive := filepath.Join(t.TempDir(), "alive")
+	res := run(t, o, ExecRequest{Argv: sh("(sleep 0.5; echo late; echo late >&2; touch " + alive + ") & echo started")})
+	if string(res.Stdout.Data) != "started\n" {
+		t.Fatalf("stdout %q", res.Stdout.Data)
+	}
+	deadline := time.Now().Add(waitLimit)
+	for {
+		if _, err := os.Stat(alive); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the background job died when it wrote after the call returned")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Close stops reading what background descendants write, without waiting
+// for them to exit.
+func TestCloseStopsDiscardingLeftoverOutput(t *testing.T) {
+	o := newTest(t, nil)
+	const marker = "sleep 814.5"
+	run(t, o, ExecRequest{Argv: sh("(exec " + marker + ") & echo started")})
+	done := make(chan struct{})
+	go func() {
+		o.Close()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(waitLimit):
+		t.Fatal("Close waited for the background process")
+	}
+	for _, pid := range proctest.Running(t, marker, 1, waitLimit) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	proctest.Gone(t, marker, waitLimit)
 }

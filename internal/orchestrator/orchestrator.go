@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"go.uber.org/zap"
 
@@ -51,6 +52,11 @@ type Orchestrator struct {
 	env     []string // the environment every command gets, built once
 	// sandboxErr is why the configured mode cannot be enforced, or nil.
 	sandboxErr error
+
+	leftoverMu    sync.Mutex
+	leftoverFiles map[*os.File]struct{} // guarded by leftoverMu: pipes read by discard
+	closed        bool                  // guarded by leftoverMu: Close was called
+	leftovers     sync.WaitGroup        // discard goroutines
 }
 
 // New checks opts and returns an Orchestrator. It logs the detected shell
@@ -82,6 +88,8 @@ func New(opts Options) (*Orchestrator, error) {
 		shell:      opts.Shell,
 		env:        append(BuildEnv(base, opts.Env), sandboxMarkers(opts.Sandbox)...),
 		sandboxErr: sandbox.Check(opts.Sandbox.Mode),
+
+		leftoverFiles: map[*os.File]struct{}{},
 	}
 	if o.shell.Path == "" {
 		pathEnv, _ := lookupEnv(base, "PATH")
