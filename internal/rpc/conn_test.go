@@ -521,3 +521,44 @@ func TestShutdownWhileAWriteIsBlocked(t *testing.T) {
 	}
 	c.running.Wait() // the stuck reply fails once the output is closed
 }
+
+// A malformed response is never answered; when its id is one of our calls
+// that call ends with an error at once instead of waiting for its timeout.
+func TestMalformedResponses(t *testing.T) {
+	p := newPeer(t, Options{}, nil)
+	waitServing(t, p.conn)
+	for i, bad := range []string{
+		`{"jsonrpc":"2.0","id":%s,"error":"boom"}`,
+		`{"jsonrpc":"2.0","id":%s,"result":{},"error":{"code":1,"message":"x"}}`,
+		`{"jsonrpc":"2.0","id":%s,"error":{"code":"one"}}`,
+	} {
+		got := make(chan error, 1)
+		go func() { got <- p.conn.Call(t.Context(), "elicitation/create", nil, nil) }()
+		req := p.recv()
+		p.send(fmt.Sprintf(bad, req.ID))
+		var rerr *Error
+		if err := waitErr(t, got); !errors.As(err, &rerr) || rerr.Code != CodeInternalError ||
+			!strings.Contains(rerr.Message, "malformed response") {
+			t.Errorf("case %d: Call = %v, want an internal error about the malformed response", i, err)
+		}
+		p.expectPing(10 + i) // nothing was written in reply to the response
+	}
+	p.send(`{"jsonrpc":"2.0","error":{"code":1,"message":"no id"}}`, `{"jsonrpc":"2.0","id":5,"error":null}`)
+	p.expectPing(20)
+}
+
+// Only JSON's own whitespace is ignored around a message.
+func TestOnlyJSONWhitespaceIsTrimmed(t *testing.T) {
+	p := newPeer(t, Options{}, nil)
+	for i, line := range []string{"\u00a0", "\u00a0{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\v"} {
+		p.send(line)
+		if m := p.recv(); m.Error == nil || m.Error.Code != CodeParseError {
+			t.Errorf("line %q: %+v, want a parse error", line, m)
+		}
+		p.expectPing(30 + i)
+	}
+	p.send(" \t {\"jsonrpc\":\"2.0\",\"id\":40,\"method\":\"ping\"} \t ")
+	if m := p.recv(); string(m.ID) != "40" || m.Error != nil {
+		t.Errorf("message padded with JSON whitespace: %+v", m)
+	}
+}

@@ -74,20 +74,35 @@ func (s *lineStream) ReadObject(v any) error {
 			<-s.closed
 			return err
 		}
-		if len(bytes.TrimSpace(line)) == 0 {
+		line = trimJSONSpace(line)
+		if len(line) == 0 {
 			continue
 		}
-		if !s.check(line) {
+		msg, ok := s.check(line)
+		if !ok {
 			continue
 		}
-		if err := json.Unmarshal(line, v); err != nil {
-			// check accepted it, so the library's own decoding disagrees
-			// (for example an id over 2^63): answer rather than disconnect.
-			s.writeReply(idOf(line), CodeInvalidRequest, "invalid message: "+err.Error())
+		if err := json.Unmarshal(msg, v); err != nil {
+			// check accepted it, so the library's own decoding disagrees.
+			// Answer a request rather than disconnect; turn a response into
+			// an error for the call waiting on it.
+			if resolved := s.malformedResponse(msg, err.Error()); resolved != nil {
+				if json.Unmarshal(resolved, v) == nil {
+					return nil
+				}
+				continue
+			}
+			s.writeReply(idOf(msg), CodeInvalidRequest, "invalid message: "+err.Error())
 			continue
 		}
 		return nil
 	}
+}
+
+// trimJSONSpace removes the whitespace JSON allows around a value (space,
+// tab, CR, LF) and nothing else: other Unicode spaces make a line invalid.
+func trimJSONSpace(b []byte) []byte {
+	return bytes.Trim(b, " \t\r\n")
 }
 
 // readLine returns the next line without its "\n" or "\r\n". The slice is
@@ -146,15 +161,16 @@ type envelope struct {
 	Error   json.RawMessage `json:"error"`
 }
 
-// check reports whether line is a single well-formed JSON-RPC 2.0 message.
-// If not, it answers the line (requests) or logs it (responses) and
-// reports false. One decoding pass both validates the syntax and reads
-// the members that classify the message.
-func (s *lineStream) check(line []byte) bool {
-	trimmed := bytes.TrimSpace(line)
+// check returns the message to give jsonrpc2 for line, a trimmed
+// non-empty line, and reports whether there is one. A well-formed message
+// is returned as is; a malformed response to one of our calls becomes an
+// error response for that call (see malformedResponse). Anything else is
+// answered (or, for a response, logged) here and reported false. One
+// decoding pass both validates the syntax and classifies the message.
+func (s *lineStream) check(trimmed []byte) ([]byte, bool) {
 	if first := trimmed[0]; first != '{' {
 		if !json.Valid(trimmed) {
-			s.writeReply(nil, CodeParseError, "parse error: "+syntaxDetail(line))
+			s.writeReply(nil, CodeParseError, "parse error: "+syntaxDetail(trimmed))
 		} else if first == '[' {
 			s.writeReply(nil, CodeInvalidRequest,
 				"invalid request: batches are not supported; send one JSON-RPC message object per line")
@@ -162,32 +178,60 @@ func (s *lineStream) check(line []byte) bool {
 			s.writeReply(nil, CodeInvalidRequest,
 				"invalid request: expected a JSON-RPC message object, got "+jsonKind(first))
 		}
-		return false
+		return nil, false
 	}
 	var env envelope
 	if err := json.Unmarshal(trimmed, &env); err != nil {
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
-			s.writeReply(nil, CodeParseError, "parse error: "+syntaxDetail(line))
+			s.writeReply(nil, CodeParseError, "parse error: "+syntaxDetail(trimmed))
 		} else {
 			s.writeReply(nil, CodeInvalidRequest, "invalid request: "+err.Error())
 		}
-		return false
+		return nil, false
+	}
+	problem := env.problem()
+	if problem == "" {
+		return trimmed, true
+	}
+	if resolved := s.malformedResponse(trimmed, problem); resolved != nil {
+		return resolved, true
+	}
+	if env.isResponse() {
+		return nil, false // logged by malformedResponse; JSON-RPC forbids answering it
 	}
 	id := env.ID
 	if ok, _ := validID(id); !ok {
 		id = nil // never echo an id we would not accept
 	}
-	if problem := env.problem(); problem != "" {
-		if env.Method == nil && (env.Result != nil || env.Error != nil) {
-			// A malformed response: JSON-RPC forbids answering it.
-			s.log.Warn("dropping malformed response", zap.String("problem", problem))
-			return false
-		}
-		s.writeReply(id, CodeInvalidRequest, "invalid request: "+problem)
-		return false
+	s.writeReply(id, CodeInvalidRequest, "invalid request: "+problem)
+	return nil, false
+}
+
+// malformedResponse handles a response the library cannot take: it is
+// never answered (JSON-RPC forbids it) but, when its id is valid, it is
+// turned into an error response for that id, so a call of ours waiting on
+// it ends with an error instead of its timeout. It returns that response,
+// or nil when line is not a response or has no usable id.
+func (s *lineStream) malformedResponse(line []byte, problem string) []byte {
+	var env envelope
+	if json.Unmarshal(line, &env) != nil || !env.isResponse() {
+		return nil
 	}
-	return true
+	s.log.Warn("malformed response from the client", zap.ByteString("id", env.ID), zap.String("problem", problem))
+	if ok, _ := validID(env.ID); !ok {
+		return nil
+	}
+	b, err := json.Marshal(errorReply{JSONRPC: "2.0", ID: env.ID,
+		Error: NewError(CodeInternalError, "malformed response from the client: "+problem)})
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+func (e *envelope) isResponse() bool {
+	return e.Method == nil && (e.Result != nil || e.Error != nil)
 }
 
 // problem says what is wrong with the message, or "" when nothing is.
@@ -214,11 +258,13 @@ func (e *envelope) problem() string {
 		}
 		return ""
 	case isResponse:
-		if e.Result != nil && e.Error != nil {
+		switch {
+		case e.Result != nil && e.Error != nil:
 			return `a response cannot have both "result" and "error"`
-		}
-		if e.ID == nil {
+		case e.ID == nil:
 			return `a response needs an "id"`
+		case e.Error != nil && (len(e.Error) == 0 || e.Error[0] != '{'):
+			return `"error" must be an object`
 		}
 		return ""
 	}
