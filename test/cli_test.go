@@ -1,10 +1,14 @@
 package test
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
+	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -99,5 +103,54 @@ func TestVersionAndHelp(t *testing.T) {
 		if r := runCLI(t, fullAccess, args...); r.code != 0 || !strings.Contains(r.stdout, "Usage: execd") {
 			t.Errorf("%v: %+v", args, r)
 		}
+	}
+}
+
+// `execd run ... | head -1`: when nobody reads execd's stdout any more the
+// command is stopped (exit 141, as a shell reports SIGPIPE) and nothing
+// is left running.
+func TestRunStopsWhenItsOutputIsClosed(t *testing.T) {
+	const marker = "sleep 7601.5"
+	cmd, _ := execdCmd(t, fullAccess)
+	cmd.Args = append([]string{cmd.Args[0], "run"}, append(cmd.Args[1:], "--", "bash", "-c", marker+" & seq 100000000")...)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout = w
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	line, _ := bufio.NewReader(r).ReadString('\n')
+	r.Close() // like head -1
+	err = waitExit(cmd)
+	var ee *exec.ExitError
+	if line != "1\n" || !errors.As(err, &ee) || ee.ExitCode() != 141 {
+		t.Fatalf("first line %q, exit %v; want 1 and exit 141", line, err)
+	}
+	assertGone(t, marker)
+}
+
+// Signals that would kill execd by default stop the command first.
+func TestRunSignalsKillTheCommand(t *testing.T) {
+	for i, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT} {
+		// The marker must not appear in execd's own argv, or waitRunning
+		// would find execd itself before it is ready.
+		n := fmt.Sprintf("7602.%d", i+1)
+		marker := "sleep " + n
+		cmd, _ := execdCmd(t, fullAccess)
+		cmd.Args = append([]string{cmd.Args[0], "run"}, append(cmd.Args[1:], "--", "bash", "-c", "sleep $0 & sleep $0", n)...)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		waitRunning(t, marker)
+		_ = cmd.Process.Signal(sig)
+		err := waitExit(cmd)
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+			t.Errorf("%v: exit %v, want 130", sig, err)
+		}
+		assertGone(t, marker)
 	}
 }

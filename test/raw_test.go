@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -185,14 +186,28 @@ func TestRawGarbageFlood(t *testing.T) {
 }
 
 // A command that writes to execd's own fd 1 reaches stderr, not the
-// protocol stream (fd 1 is a copy of stderr; the protocol has its own fd).
+// protocol stream (fd 1 is a copy of stderr; the protocol has its own fd),
+// and that stays so after many garbage collections.
 func TestRawStdoutCarriesOnlyFrames(t *testing.T) {
 	c := startRaw(t, fullAccess, "--log-level", "debug")
 	c.initialize()
-	c.send(toolCall("stray", "shell", map[string]any{"command": []string{"bash", "-c", "echo STRAY-WRITE > /proc/$PPID/fd/1; echo ok"}}))
+	stray := toolCall("stray", "shell", map[string]any{"command": []string{"bash", "-c", "echo STRAY-WRITE > /proc/$PPID/fd/1; echo ok"}})
+	c.send(stray)
 	if m := c.recvID(`"stray"`); !strings.Contains(string(m.Result), `ok\n`) {
 		t.Fatalf("result: %s", m.Result)
 	}
+	for i := range 400 { // enough garbage for many GC cycles
+		c.send(toolCall(fmt.Sprint("gc-", i), "shell", map[string]any{"command": []string{"true"}}))
+		c.recvID(fmt.Sprintf(`"gc-%d"`, i))
+	}
+	pid := c.cmd.Process.Pid
+	fd1, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/1", pid))
+	fd2, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/2", pid))
+	if fd1 == "" || fd1 != fd2 {
+		t.Errorf("after many GCs execd's fd 1 is %q, want stderr's %q", fd1, fd2)
+	}
+	c.send(strings.Replace(stray, `"stray"`, `"stray2"`, 1))
+	c.recvID(`"stray2"`)
 	c.ping(1) // the reader fails the test on any non-JSON line, STRAY-WRITE included
 }
 
@@ -201,9 +216,11 @@ func TestRawStdoutCarriesOnlyFrames(t *testing.T) {
 // descendants in its group, not setsid'd or nohup'd ones. The reply of
 // the call in flight is still sent.
 func TestRawShutdownLeavesNothingBehind(t *testing.T) {
-	for _, how := range []string{"stdin EOF", "SIGTERM", "SIGINT"} {
+	signals := map[string]syscall.Signal{"SIGTERM": syscall.SIGTERM, "SIGINT": syscall.SIGINT,
+		"SIGHUP": syscall.SIGHUP, "SIGQUIT": syscall.SIGQUIT}
+	for _, how := range []string{"stdin EOF", "SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT"} {
 		t.Run(how, func(t *testing.T) {
-			base := map[string]float64{"stdin EOF": 7201, "SIGTERM": 7301, "SIGINT": 7401}[how]
+			base := map[string]float64{"stdin EOF": 7201, "SIGTERM": 7301, "SIGINT": 7401, "SIGHUP": 7451, "SIGQUIT": 7471}[how]
 			marker := func(i int) string { return fmt.Sprintf("sleep %.1f", base+float64(i)/10) }
 			c := startRaw(t, fullAccess)
 			c.initialize()
@@ -216,13 +233,10 @@ func TestRawShutdownLeavesNothingBehind(t *testing.T) {
 			for i := 1; i <= 5; i++ {
 				waitRunning(t, marker(i))
 			}
-			switch how {
-			case "stdin EOF":
+			if how == "stdin EOF" {
 				_ = c.stdin.Close()
-			case "SIGTERM":
-				_ = c.cmd.Process.Signal(syscall.SIGTERM)
-			case "SIGINT":
-				_ = c.cmd.Process.Signal(syscall.SIGINT)
+			} else {
+				_ = c.cmd.Process.Signal(signals[how])
 			}
 			if m := c.recvID(`"running"`); m.Error != nil && how == "stdin EOF" {
 				t.Errorf("the call in flight got %+v, want its result", m.Error)

@@ -390,8 +390,12 @@ func convert(k keySpec, raw any) (any, error) {
 		return toBool(raw)
 	case kInt:
 		n, err := toInt(raw)
-		if err == nil && n < k.min {
+		switch {
+		case err != nil:
+		case n < k.min:
 			err = fmt.Errorf("%d is below the minimum %d", n, k.min)
+		case k.max != 0 && n > k.max:
+			err = fmt.Errorf("%d is above the maximum %d", n, k.max)
 		}
 		return n, err
 	case kDuration:

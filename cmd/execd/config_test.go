@@ -114,6 +114,7 @@ func TestConfigFileErrorsNameTheKey(t *testing.T) {
 		{"[sandbox.mode]\nx = 1", "sandbox.mode (config file"},
 		{"[exec]\ndefault_timeout_ms = \"ten\"", `exec.default_timeout_ms (config file`},
 		{"[exec]\ndefault_timeout_ms = 0", "0 is below the minimum 1"},
+		{"[exec]\ndefault_timeout_ms = 9223372036855", "9223372036855 is above the maximum 9223372036854"},
 		{"[exec]\nmax_output_tokens = 1.5", "expected an integer, got float64 1.5"},
 		{"[sandbox]\nfail_closed = \"yes\"", `sandbox.fail_closed (config file`},
 		{"[sandbox]\nwritable_roots = [1]", "element 0: expected a string"},

@@ -1,6 +1,9 @@
 package main
 
-import "github.com/execd/execd/internal/sandbox"
+import (
+	"github.com/execd/execd/internal/sandbox"
+	"github.com/execd/execd/internal/tools"
+)
 
 // kind is the type of a configuration value.
 type kind int
@@ -20,6 +23,7 @@ type keySpec struct {
 	kind kind
 	enum []string // allowed values of a string key, if limited
 	min  int64    // smallest value of an int key
+	max  int64    // largest value of an int key; 0 means no limit
 	flag string   // the command-line flag bound to the key, if any
 	// issue is the issue that builds the key's feature; while it is not
 	// built, only the default value is accepted.
@@ -49,7 +53,7 @@ var keys = []keySpec{
 	{name: "tools.shell_type", kind: kString, enum: []string{"unified_exec", "shell_command", "shell", "disabled"}},
 	{name: "tools.apply_patch", kind: kBool},
 	{name: "tools.allow_login_shell", kind: kBool},
-	{name: "exec.default_timeout_ms", kind: kInt, min: 1},
+	{name: "exec.default_timeout_ms", kind: kInt, min: 1, max: tools.MaxTimeoutMs},
 	{name: "exec.max_output_tokens", kind: kInt, min: 1},
 	{name: "sessions.max", kind: kInt, min: 1, issue: 3},
 	{name: "sessions.max_poll_ms", kind: kInt, min: 5000, issue: 3},

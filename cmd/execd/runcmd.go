@@ -46,25 +46,42 @@ func runCmd(fs *pflag.FlagSet, argv []string) int {
 		return exitInternal
 	}
 	timeout, _ := fs.GetDuration("timeout")
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	ignoreSIGPIPE() // a closed stdout must not kill execd before its children
+	sigCtx, stop := signal.NotifyContext(context.Background(), shutdownSignals...)
 	defer stop()
-	res, err := orch.Exec(ctx, orchestrator.ExecRequest{Argv: argv, Timeout: timeout, Output: printLive})
+	ctx, cancel := context.WithCancelCause(sigCtx)
+	defer cancel(nil)
+	out := &livePrinter{stop: cancel}
+	res, err := orch.Exec(ctx, orchestrator.ExecRequest{Argv: argv, Timeout: timeout, Output: out.write})
 	code := exitCode(res, err, timeout)
 	// Nothing execd started outlives it, background descendants included.
-	sctx, cancel := context.WithTimeout(context.Background(), shutdownLimit)
-	defer cancel()
+	sctx, scancel := context.WithTimeout(context.Background(), shutdownLimit)
+	defer scancel()
 	if err := r.Shutdown(sctx, killGrace); err != nil {
 		log.Error("processes survive shutdown", zap.Error(err))
 	}
+	orch.Close()
 	return code
 }
 
-func printLive(s orchestrator.Stream, chunk []byte) {
+// errBrokenPipe stops a command whose output nobody reads any more.
+var errBrokenPipe = errors.New("output pipe closed")
+
+// livePrinter prints a command's output as it comes. When the reader of
+// execd's stdout or stderr goes away, it stops the command, as a shell
+// pipeline's SIGPIPE would.
+type livePrinter struct {
+	stop context.CancelCauseFunc
+}
+
+func (p *livePrinter) write(s orchestrator.Stream, chunk []byte) {
 	out := os.Stdout
 	if s == orchestrator.Stderr {
 		out = os.Stderr
 	}
-	_, _ = out.Write(chunk) // a closed terminal is not a reason to stop the command
+	if _, err := out.Write(chunk); errors.Is(err, syscall.EPIPE) {
+		p.stop(errBrokenPipe)
+	}
 }
 
 // exitCode is the command's code, or execd's own for what prevented it.
@@ -95,6 +112,8 @@ func exitCode(res *orchestrator.ExecResult, err error, timeout fmt.Stringer) int
 	switch {
 	case res.TimedOut:
 		fmt.Fprintf(os.Stderr, "execd run: command timed out after %v\n", timeout)
+	case errors.Is(res.Stopped, errBrokenPipe):
+		return 128 + int(syscall.SIGPIPE) // what a shell reports for a pipeline cut short
 	case res.Stopped != nil:
 		fmt.Fprintf(os.Stderr, "execd run: interrupted, command killed\n")
 		return 128 + int(syscall.SIGINT)

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/execd/execd/internal/orchestrator"
 	"github.com/execd/execd/internal/reaper"
 	"github.com/execd/execd/internal/rpc"
 	"github.com/execd/execd/internal/tools"
@@ -75,9 +76,9 @@ func serve(cfg *config, base, log *zap.Logger, fwd *tools.LogForwarder, proto *o
 	}
 	log.Info("serving", zap.Strings("tools", srv.ListedTools()))
 
-	// The signal context stays registered until exit, so a second SIGTERM
+	// The signal context stays registered until exit, so a second signal
 	// during shutdown cannot kill execd before its children.
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	ctx, stop := signal.NotifyContext(context.Background(), shutdownSignals...)
 	defer stop()
 	memCtx, stopMem := context.WithCancel(ctx)
 	var mem sync.WaitGroup
@@ -95,19 +96,26 @@ func serve(cfg *config, base, log *zap.Logger, fwd *tools.LogForwarder, proto *o
 		log.Error("shutting down: connection failed", zap.Error(serveErr))
 		code = 1
 	}
-	shutdown(log, r, srv)
+	shutdown(log, r, orch, srv)
 	return code
 }
+
+// shutdownSignals end execd like stdin EOF does. Their default actions
+// would kill execd at once and leave its commands running in their own
+// sessions; SIGHUP comes when a host's terminal closes. (SIGABRT still
+// dumps the goroutines for debugging.)
+var shutdownSignals = []os.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT}
 
 // shutdown kills every process execd started, lets the requests that were
 // running send their replies, and closes the connection; each step is
 // bounded.
-func shutdown(log *zap.Logger, r *reaper.Reaper, srv *tools.Server) {
+func shutdown(log *zap.Logger, r *reaper.Reaper, orch *orchestrator.Orchestrator, srv *tools.Server) {
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownLimit)
 	defer cancel()
 	if err := r.Shutdown(ctx, killGrace); err != nil {
 		log.Error("processes survive shutdown", zap.Error(err))
 	}
+	orch.Close()
 	rctx, rcancel := context.WithTimeout(context.Background(), replyLimit)
 	defer rcancel()
 	if err := srv.Shutdown(rctx); err != nil {

@@ -19,6 +19,8 @@ func takeStdout() (*os.File, error) {
 		unix.Close(fd)
 		return nil, err
 	}
-	os.Stdout = os.Stderr
+	// os.Stdout still names fd 1, which now writes to stderr. Do not
+	// replace it: the *os.File it holds would become garbage, and its
+	// finalizer would close fd 1 for the next open to reuse.
 	return os.NewFile(uintptr(fd), "mcp-stdout"), nil
 }

@@ -204,11 +204,22 @@ func (s *Server) Serve(ctx context.Context) error {
 }
 
 // Shutdown cancels the requests still running, waits for their replies
-// until ctx is done, and closes the connection.
+// until ctx is done, and closes the connection. The log forwarder gets
+// the same deadline: it may be stuck writing to a client that stopped
+// reading, and is then abandoned to process exit.
 func (s *Server) Shutdown(ctx context.Context) error {
 	err := s.conn.Shutdown(ctx)
 	close(s.stopLogs)
-	s.loops.Wait()
+	done := make(chan struct{})
+	go func() { // ends when the forwarder does
+		s.loops.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.log.Warn("log forwarder still writing at shutdown")
+	}
 	return err
 }
 

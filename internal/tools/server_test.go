@@ -65,6 +65,7 @@ func startServer(t *testing.T, mods ...serverOpt) *client {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(orch.Close) // runs after the server's cleanup below
 	sopts.Orchestrator = orch
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
@@ -351,6 +352,9 @@ func TestCallsThatStartNothing(t *testing.T) {
 		{"shell", map[string]any{"command": []string{"ls"}, "cwd": "/"}, "cwd: unknown field"},
 		{"shell", map[string]any{"command": []string{"ls"}, "timeout": 1, "timeout_ms": 1}, "not both"},
 		{"shell", map[string]any{"command": []string{"ls"}, "timeout_ms": 0}, "at least 1 millisecond"},
+		{"shell", map[string]any{"command": []string{"true"}, "timeout_ms": 18446744073710}, "timeout_ms: 18446744073710 is too large"},
+		{"shell", map[string]any{"command": []string{"true"}, "timeout_ms": 9223372036855}, "is too large"},
+		{"shell_command", map[string]any{"command": ""}, "shell_command: command: must not be empty"},
 		{"shell", map[string]any{"command": []string{"no-such-program-xyz"}}, "execution error: cannot start no-such-program-xyz"},
 		{"shell_command", map[string]any{"command": "ls", "workdir": "missing"}, "workdir missing: no such directory"},
 		{"shell_command", map[string]any{"command": "ls", "sandbox_permissions": "require_escalated"}, "not implemented in this build"},
@@ -455,4 +459,82 @@ func TestLogForwardingStartsWithSetLevel(t *testing.T) {
 	case <-time.After(waitLimit):
 		t.Fatal("nothing forwarded")
 	}
+}
+
+// stuckWriter passes writes until stuck is set, then blocks them until
+// release is closed; Close does not release them, like a blocking fd.
+type stuckWriter struct {
+	stuck   atomic.Bool
+	release chan struct{}
+	blocked chan struct{} // closed when the first write blocks
+	once    sync.Once
+	mu      sync.Mutex
+	buf     strings.Builder
+}
+
+func (w *stuckWriter) Write(p []byte) (int, error) {
+	if w.stuck.Load() {
+		w.once.Do(func() { close(w.blocked) })
+		<-w.release
+		return 0, io.ErrClosedPipe
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.Write(p)
+}
+
+func (w *stuckWriter) Close() error { return nil }
+
+// The log forwarder stuck writing to a client that stopped reading must not
+// keep execd from exiting.
+func TestShutdownWithAStuckLogForwarder(t *testing.T) {
+	fwd := NewLogForwarder()
+	logger := zap.New(zapcore.NewTee(zaptest.NewLogger(t).Core(), fwd))
+	orch, err := orchestrator.New(orchestrator.Options{Logger: logger, Reaper: testReaper, Cwd: t.TempDir(),
+		Sandbox: orchestrator.SandboxPolicy{Mode: sandbox.DangerFullAccess}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(orch.Close)
+	inR, inW := io.Pipe()
+	out := &stuckWriter{release: make(chan struct{}), blocked: make(chan struct{})}
+	srv, err := New(rpc.NewConn(inR, out, rpc.Options{}), Options{Orchestrator: orch, Logger: logger, Logs: fwd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(context.Background()) }()
+	_, _ = io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"info"}}`+"\n")
+	for deadline := time.Now().Add(waitLimit); !strings.Contains(out.String(), `"id":1`); {
+		if time.Now().After(deadline) {
+			t.Fatal("no reply to logging/setLevel")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	out.stuck.Store(true) // the client stops reading
+	logger.Info("this notification gets stuck")
+	select {
+	case <-out.blocked:
+	case <-time.After(waitLimit):
+		t.Fatal("the forwarder never wrote")
+	}
+	_ = inW.Close()
+	<-served
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- srv.Shutdown(ctx) }()
+	select {
+	case <-done:
+	case <-time.After(waitLimit):
+		t.Fatal("Shutdown hangs on the stuck log forwarder")
+	}
+	close(out.release)
+	srv.loops.Wait()
+}
+
+func (w *stuckWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
 }

@@ -45,6 +45,9 @@ func (s *Server) runShellCommand(ctx context.Context, c *toolCall) *callResult {
 	a := parseArgs(c.name, c.args)
 	a.require("command")
 	script := a.str("command")
+	if script == "" {
+		a.fail("command", "must not be empty")
+	}
 	workdir := a.str("workdir")
 	timeout := s.timeoutArg(a, "")
 	login := s.loginArg(a)
@@ -96,9 +99,14 @@ func (s *Server) timeoutArg(a *args, alias string) time.Duration {
 		return s.opts.DefaultTimeout
 	case ms == 0:
 		a.fail("timeout_ms", "must be at least 1 millisecond")
+	case ms > MaxTimeoutMs:
+		a.fail("timeout_ms", "%d is too large (at most %d, about 292 years)", ms, MaxTimeoutMs)
 	}
 	return time.Duration(ms) * time.Millisecond
 }
+
+// MaxTimeoutMs is the longest timeout a time.Duration holds.
+const MaxTimeoutMs = math.MaxInt64 / int64(time.Millisecond)
 
 // loginArg reads login: default true unless login shells are disallowed,
 // in which case an explicit true is an error (tools.allow_login_shell).
