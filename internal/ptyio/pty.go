@@ -1,0 +1,162 @@
+// Package ptyio gives a command a pseudo-terminal and answers questions
+// about it: its size, its foreground process group, and whether the
+// processes in the foreground are blocked waiting to read it.
+//
+// It follows DEPS.md §D: the master is non-blocking and on the runtime
+// poller (so Close interrupts a Read, and writes can have a deadline),
+// resizes and ioctls go through SyscallConn (Fd would make it blocking
+// again), the parent's copy of the terminal is closed once the command
+// has started, and EIO from the master reads as io.EOF. It starts no
+// process itself: the caller starts the command it prepared with
+// [Pty.Attach].
+//
+// A Pty is safe for concurrent use by one reader and one writer.
+package ptyio
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
+)
+
+// Size is a terminal size in character cells.
+type Size struct{ Rows, Cols uint16 }
+
+// DefaultSize is the size of a session's terminal (SPEC §4.3).
+var DefaultSize = Size{Rows: 24, Cols: 80}
+
+// Pty is a pseudo-terminal pair for one command.
+type Pty struct {
+	master *os.File // non-blocking, on the poller
+	tty    *os.File // the command's side; closed in the parent by Started
+	ttyDev uint64   // device number of the terminal, to recognise it in /proc
+	// childFiles reports whether /proc/PID/task/TID/children exists
+	// (CONFIG_PROC_CHILDREN); probes scan /proc otherwise.
+	childFiles bool
+}
+
+// Open opens a new pseudo-terminal of the given size.
+func Open(size Size) (*Pty, error) {
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		return nil, fmt.Errorf("open pty: %w", err)
+	}
+	if err := pty.Setsize(tty, &pty.Winsize{Rows: size.Rows, Cols: size.Cols}); err != nil {
+		ptmx.Close()
+		tty.Close()
+		return nil, fmt.Errorf("size pty: %w", err)
+	}
+	// A fresh non-blocking descriptor becomes a pollable *os.File; the one
+	// creack/pty made was opened blocking.
+	fd, err := unix.FcntlInt(ptmx.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	ptmx.Close()
+	if err == nil {
+		err = unix.SetNonblock(fd, true)
+	}
+	if err != nil {
+		tty.Close()
+		return nil, fmt.Errorf("pty master: %w", err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(tty.Fd()), &st); err != nil {
+		unix.Close(fd)
+		tty.Close()
+		return nil, fmt.Errorf("stat pty: %w", err)
+	}
+	return &Pty{master: os.NewFile(uintptr(fd), "/dev/ptmx"), tty: tty, ttyDev: uint64(st.Rdev),
+		childFiles: haveChildFiles()}, nil
+}
+
+// Attach makes the terminal cmd's stdin, stdout, stderr and controlling
+// terminal, in a new session (so its process group is the session's).
+func (p *Pty) Attach(cmd *exec.Cmd) {
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = p.tty, p.tty, p.tty
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setsid = true
+	cmd.SysProcAttr.Setctty = true
+	cmd.SysProcAttr.Ctty = 0 // the child's stdin, which is the terminal
+}
+
+// Started closes the parent's copy of the terminal; call it once the
+// attached command has started (or failed to). Without it the master
+// would never see the end of the session.
+func (p *Pty) Started() {
+	if p.tty != nil {
+		_ = p.tty.Close()
+		p.tty = nil
+	}
+}
+
+// Read reads output. The end of the session (EIO on Linux) is io.EOF.
+func (p *Pty) Read(b []byte) (int, error) {
+	n, err := p.master.Read(b)
+	if errors.Is(err, syscall.EIO) {
+		err = io.EOF
+	}
+	return n, err
+}
+
+// Write writes input as typed, until the deadline if one is set.
+func (p *Pty) Write(b []byte) (int, error) { return p.master.Write(b) }
+
+// SetWriteDeadline bounds the writes; zero means none.
+func (p *Pty) SetWriteDeadline(t time.Time) error { return p.master.SetWriteDeadline(t) }
+
+// Resize changes the terminal size (TIOCSWINSZ).
+func (p *Pty) Resize(size Size) error {
+	return p.control(func(fd int) error {
+		return unix.IoctlSetWinsize(fd, unix.TIOCSWINSZ, &unix.Winsize{Row: size.Rows, Col: size.Cols})
+	})
+}
+
+// Size returns the terminal size.
+func (p *Pty) Size() (Size, error) {
+	var s Size
+	err := p.control(func(fd int) error {
+		ws, err := unix.IoctlGetWinsize(fd, unix.TIOCGWINSZ)
+		if err == nil {
+			s = Size{Rows: ws.Row, Cols: ws.Col}
+		}
+		return err
+	})
+	return s, err
+}
+
+// ForegroundGroup returns the terminal's foreground process group
+// (tcgetpgrp on the master).
+func (p *Pty) ForegroundGroup() (int, error) {
+	var pgrp int
+	err := p.control(func(fd int) error {
+		var err error
+		pgrp, err = unix.IoctlGetInt(fd, unix.TIOCGPGRP)
+		return err
+	})
+	return pgrp, err
+}
+
+func (p *Pty) control(f func(fd int) error) error {
+	rc, err := p.master.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var ferr error
+	if err := rc.Control(func(fd uintptr) { ferr = f(int(fd)) }); err != nil {
+		return err
+	}
+	return ferr
+}
+
+// Close closes the terminal; a Read in progress returns an error.
+func (p *Pty) Close() error {
+	p.Started()
+	return p.master.Close()
+}

@@ -1,0 +1,190 @@
+//go:build linux
+
+package ptyio
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+const waitLimit = 10 * time.Second
+
+// session is a command on a Pty whose output is collected.
+type session struct {
+	t   *testing.T
+	p   *Pty
+	cmd *exec.Cmd
+	mu  sync.Mutex
+	out bytes.Buffer
+	eof chan error
+}
+
+func start(t *testing.T, argv ...string) *session {
+	t.Helper()
+	p, err := Open(DefaultSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), "TERM=dumb", "PS1=$ ")
+	p.Attach(cmd)
+	err = cmd.Start()
+	p.Started()
+	if err != nil {
+		p.Close()
+		t.Skipf("%s: %v", argv[0], err)
+	}
+	s := &session{t: t, p: p, cmd: cmd, eof: make(chan error, 1)}
+	go func() { // ends at EOF or when the Pty is closed
+		b := make([]byte, 4096)
+		for {
+			n, err := p.Read(b)
+			s.mu.Lock()
+			s.out.Write(b[:n])
+			s.mu.Unlock()
+			if err != nil {
+				s.eof <- err
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		_ = p.Close()
+	})
+	return s
+}
+
+func (s *session) output() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.out.String()
+}
+
+func (s *session) waitFor(substr string) {
+	s.t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for !strings.Contains(s.output(), substr) {
+		if time.Now().After(deadline) {
+			s.t.Fatalf("no %q in output %q", substr, s.output())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestTerminalIsControllingAndSized(t *testing.T) {
+	s := start(t, "bash", "-c", "tty; stty size; test -t 0 && echo interactive")
+	if err := <-s.eof; !errors.Is(err, io.EOF) {
+		t.Fatalf("end of output = %v, want io.EOF (not EIO)", err)
+	}
+	out := s.output()
+	if !strings.Contains(out, "/dev/pts/") || !strings.Contains(out, "24 80") || !strings.Contains(out, "interactive") {
+		t.Fatalf("output %q", out)
+	}
+}
+
+func TestResize(t *testing.T) {
+	s := start(t, "bash", "-c", "read line; stty size")
+	if err := s.p.Resize(Size{Rows: 40, Cols: 100}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.p.Size(); err != nil || got != (Size{40, 100}) {
+		t.Fatalf("Size = %v, %v", got, err)
+	}
+	if _, err := s.p.Write([]byte("go\n")); err != nil {
+		t.Fatal(err)
+	}
+	s.waitFor("40 100")
+}
+
+func TestCloseInterruptsRead(t *testing.T) {
+	s := start(t, "sleep", "30")
+	time.Sleep(50 * time.Millisecond)
+	if err := s.p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-s.eof:
+	case <-time.After(waitLimit):
+		t.Fatal("Close did not interrupt the blocked Read")
+	}
+}
+
+func TestForegroundGroup(t *testing.T) {
+	s := start(t, "bash", "--norc", "-i")
+	s.waitFor("$ ")
+	if pgrp, err := s.p.ForegroundGroup(); err != nil || pgrp != s.cmd.Process.Pid {
+		t.Fatalf("ForegroundGroup = %d, %v; want the shell %d", pgrp, err, s.cmd.Process.Pid)
+	}
+}
+
+// eventually reports whether cond holds within limit.
+func eventually(cond func() bool, limit time.Duration) bool {
+	for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return false
+}
+
+// never reports whether cond stays false for d.
+func never(cond func() bool, d time.Duration) bool {
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if cond() {
+			return false
+		}
+	}
+	return true
+}
+
+func TestWaitingForInput(t *testing.T) {
+	tests := []struct {
+		name    string
+		argv    []string
+		ready   string // output that shows the program started
+		typed   string // typed after ready, if any
+		waiting bool
+	}{
+		{"cat", []string{"cat"}, "", "", true},
+		{"bash -i at its prompt", []string{"bash", "--norc", "-i"}, "$ ", "", true},
+		{"python3 REPL", []string{"python3", "-i", "-q"}, ">>> ", "", true},
+		{"node REPL", []string{"node", "-i"}, "> ", "", true},
+		{"sleep", []string{"sleep", "30"}, "", "", false},
+		{"bash -i running sleep", []string{"bash", "--norc", "-i"}, "$ ", "sleep 30\n", false},
+		{"python3 sleeping", []string{"python3", "-i", "-q"}, ">>> ", "import time; time.sleep(30)\n", false},
+		{"busy loop", []string{"bash", "-c", "while :; do :; done"}, "", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := exec.LookPath(tt.argv[0]); err != nil {
+				t.Skipf("%s is not installed", tt.argv[0])
+			}
+			s := start(t, tt.argv...)
+			if tt.ready != "" {
+				s.waitFor(tt.ready)
+			}
+			if tt.typed != "" {
+				if _, err := s.p.Write([]byte(tt.typed)); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(100 * time.Millisecond) // let it start what was typed
+			}
+			probe := func() bool { return s.p.WaitingForInput(s.cmd.Process.Pid) }
+			if tt.waiting && !eventually(probe, 5*time.Second) {
+				t.Fatalf("never seen waiting for input; output %q", s.output())
+			}
+			if !tt.waiting && !never(probe, 500*time.Millisecond) {
+				t.Fatalf("seen waiting for input while it is not")
+			}
+		})
+	}
+}

@@ -1,0 +1,11 @@
+package ptyio
+
+import "golang.org/x/sys/unix"
+
+// The calls a process waiting for terminal input sleeps in (x86-64).
+var (
+	readCalls   = map[int]bool{unix.SYS_READ: true, unix.SYS_READV: true, unix.SYS_PREAD64: true, unix.SYS_PREADV: true, unix.SYS_PREADV2: true}
+	selectCalls = map[int]bool{unix.SYS_SELECT: true, unix.SYS_PSELECT6: true}
+	pollCalls   = map[int]bool{unix.SYS_POLL: true, unix.SYS_PPOLL: true}
+	epollCalls  = map[int]bool{unix.SYS_EPOLL_WAIT: true, unix.SYS_EPOLL_PWAIT: true, unix.SYS_EPOLL_PWAIT2: true}
+)

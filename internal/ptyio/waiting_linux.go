@@ -1,0 +1,225 @@
+package ptyio
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// maxWalk bounds the processes examined by one probe.
+const maxWalk = 512
+
+// WaitingForInput reports whether every process of the terminal's
+// foreground process group is blocked waiting to read the terminal (SPEC
+// §4.4): tcgetpgrp on the master, then for each member /proc/PID/syscall —
+// a read of the terminal, a select or poll that includes it, an epoll set
+// that watches it — or, where that file is unreadable, /proc/PID/wchan.
+// leader is the session leader; the group's members are found among its
+// descendants. Any doubt answers false: the caller then waits its full
+// time, which is always correct, only slower.
+func (p *Pty) WaitingForInput(leader int) bool {
+	pgrp, err := p.ForegroundGroup()
+	if err != nil || pgrp <= 0 {
+		return false
+	}
+	members := scanGroup(pgrp)
+	if p.childFiles {
+		members = groupMembers(leader, pgrp)
+	}
+	if len(members) == 0 {
+		return false
+	}
+	for _, pid := range members {
+		if !p.readingTerminal(pid) {
+			return false
+		}
+	}
+	return true
+}
+
+// procStat is what /proc/PID/stat tells a probe.
+type procStat struct {
+	state byte
+	pgrp  int
+}
+
+func readStat(pid int) (procStat, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return procStat{}, false
+	}
+	// The fields after the parenthesised name, which may contain spaces.
+	i := bytes.LastIndexByte(b, ')')
+	f := bytes.Fields(b[i+1:])
+	if i < 0 || len(f) < 3 {
+		return procStat{}, false
+	}
+	pgrp, err := strconv.Atoi(string(f[2]))
+	return procStat{state: f[0][0], pgrp: pgrp}, err == nil
+}
+
+// haveChildFiles reports whether the kernel has /proc/PID/task/TID/children.
+func haveChildFiles() bool {
+	self := strconv.Itoa(os.Getpid())
+	_, err := os.Stat("/proc/" + self + "/task/" + self + "/children")
+	return err == nil
+}
+
+// groupMembers returns the live processes in process group pgrp among
+// leader and its descendants, found through /proc/PID/task/*/children.
+func groupMembers(leader, pgrp int) []int {
+	var members []int
+	queue := []int{leader}
+	seen := map[int]bool{}
+	for len(queue) > 0 && len(seen) < maxWalk {
+		pid := queue[0]
+		queue = queue[1:]
+		if seen[pid] {
+			continue
+		}
+		seen[pid] = true
+		st, ok := readStat(pid)
+		if !ok || st.state == 'Z' || st.state == 'X' {
+			continue
+		}
+		if st.pgrp == pgrp {
+			members = append(members, pid)
+		}
+		queue = append(queue, children(pid)...)
+	}
+	return members
+}
+
+// children lists pid's children, from every thread's children file.
+func children(pid int) []int {
+	base := "/proc/" + strconv.Itoa(pid) + "/task/"
+	tasks, err := os.ReadDir(base)
+	if err != nil {
+		return nil // the process is gone
+	}
+	var kids []int
+	for _, t := range tasks {
+		b, err := os.ReadFile(base + t.Name() + "/children")
+		if err != nil {
+			continue // the thread exited meanwhile
+		}
+		for _, f := range bytes.Fields(b) {
+			if k, err := strconv.Atoi(string(f)); err == nil {
+				kids = append(kids, k)
+			}
+		}
+	}
+	return kids
+}
+
+// scanGroup finds pgrp's live members by reading every process's stat.
+func scanGroup(pgrp int) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var members []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if st, ok := readStat(pid); ok && st.pgrp == pgrp && st.state != 'Z' && st.state != 'X' {
+			members = append(members, pid)
+		}
+	}
+	return members
+}
+
+// readingTerminal reports whether pid's main thread sleeps in a call that
+// waits for the terminal.
+func (p *Pty) readingTerminal(pid int) bool {
+	st, ok := readStat(pid)
+	if !ok || st.state != 'S' {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/syscall")
+	if err != nil {
+		return p.wchanReading(pid)
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return false // "running", or a kernel thread
+	}
+	nr, err := strconv.Atoi(f[0])
+	if err != nil {
+		return false
+	}
+	arg0, err := strconv.ParseUint(strings.TrimPrefix(f[1], "0x"), 16, 64)
+	if err != nil {
+		return false
+	}
+	switch {
+	case readCalls[nr]: // read(fd, ...): is fd the terminal?
+		return p.isTerminal(pid, int(arg0))
+	case selectCalls[nr]: // select(nfds, ...): one of the fds below nfds
+		for fd := range min(int(arg0), 64) {
+			if p.isTerminal(pid, fd) {
+				return true
+			}
+		}
+		return false
+	case pollCalls[nr]: // the fds are in the caller's memory: trust stdin
+		return p.isTerminal(pid, 0)
+	case epollCalls[nr]: // epoll_wait(epfd, ...): does the set watch it?
+		return p.epollWatchesTerminal(pid, int(arg0))
+	}
+	return false
+}
+
+// wchanReading is the fallback when /proc/PID/syscall cannot be read: a
+// process asleep where terminal reads, polls and selects sleep, with the
+// terminal as stdin.
+func (p *Pty) wchanReading(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/wchan")
+	if err != nil {
+		return false
+	}
+	switch w := string(b); {
+	case w == "wait_woken", w == "n_tty_read", w == "do_epoll_wait", w == "do_select", w == "do_sys_poll",
+		strings.HasPrefix(w, "poll_schedule_timeout"):
+		return p.isTerminal(pid, 0)
+	}
+	return false
+}
+
+func (p *Pty) isTerminal(pid, fd int) bool {
+	fi, err := os.Stat("/proc/" + strconv.Itoa(pid) + "/fd/" + strconv.Itoa(fd))
+	if err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		return false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && uint64(st.Rdev) == p.ttyDev
+}
+
+// epollWatchesTerminal reads the watched descriptors of an epoll set from
+// /proc/PID/fdinfo ("tfd: N events: ...").
+func (p *Pty) epollWatchesTerminal(pid, epfd int) bool {
+	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/fdinfo/" + strconv.Itoa(epfd))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		rest, ok := strings.CutPrefix(sc.Text(), "tfd:")
+		if !ok {
+			continue
+		}
+		fields := strings.Fields(rest)
+		if len(fields) > 0 {
+			if fd, err := strconv.Atoi(fields[0]); err == nil && p.isTerminal(pid, fd) {
+				return true
+			}
+		}
+	}
+	return false
+}
