@@ -74,16 +74,17 @@ func execdCmd(t *testing.T, config string, args ...string) (*exec.Cmd, string) {
 	return cmd, work
 }
 
-// cleanEnv is the test's environment without EXECD_* variables and with a
-// private config directory.
+// cleanEnv is the test's environment without EXECD_* variables, with a
+// private config directory and an empty HOME: the login shells of the
+// commands must not run the developer's dotfiles.
 func cleanEnv(dir string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "EXECD_") && !strings.HasPrefix(kv, "XDG_CONFIG_HOME=") {
+		if !strings.HasPrefix(kv, "EXECD_") && !strings.HasPrefix(kv, "XDG_CONFIG_HOME=") && !strings.HasPrefix(kv, "HOME=") {
 			env = append(env, kv)
 		}
 	}
-	return append(env, "XDG_CONFIG_HOME="+dir)
+	return append(env, "XDG_CONFIG_HOME="+dir, "HOME="+dir)
 }
 
 // testLog writes the daemon's stderr to the test log.

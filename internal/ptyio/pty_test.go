@@ -33,7 +33,8 @@ func start(t *testing.T, argv ...string) *session {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), "TERM=dumb", "PS1=$ ")
+	// An empty HOME: login shells must not run the developer's dotfiles.
+	cmd.Env = append(os.Environ(), "TERM=dumb", "PS1=$ ", "HOME="+t.TempDir())
 	p.Attach(cmd)
 	err = cmd.Start()
 	p.Started()
@@ -155,6 +156,9 @@ func TestWaitingForInput(t *testing.T) {
 		waiting bool
 	}{
 		{"cat", []string{"cat"}, "", "", true},
+		{"cat under a login shell (no exec)", []string{"bash", "-lc", "cat"}, "", "", true},
+		{"login shell waiting for sleep", []string{"bash", "-lc", "sleep 30"}, "", "", false},
+		{"shell waiting for a setsid'd child", []string{"bash", "-c", "setsid sleep 30; true"}, "", "", false},
 		{"bash -i at its prompt", []string{"bash", "--norc", "-i"}, "$ ", "", true},
 		{"python3 REPL", []string{"python3", "-i", "-q"}, ">>> ", "", true},
 		{"node REPL", []string{"node", "-i"}, "> ", "", true},
@@ -185,6 +189,28 @@ func TestWaitingForInput(t *testing.T) {
 			if !tt.waiting && !never(probe, 500*time.Millisecond) {
 				t.Fatalf("seen waiting for input while it is not")
 			}
+		})
+	}
+}
+
+// BenchmarkWaitingForInput measures one probe of an idle bash -i and of a
+// login shell running cat (its foreground group has two members).
+func BenchmarkWaitingForInput(b *testing.B) {
+	for _, argv := range [][]string{{"bash", "--norc", "-i"}, {"bash", "-lc", "cat"}} {
+		b.Run(strings.Join(argv, " "), func(b *testing.B) {
+			t := &testing.T{}
+			s := start(t, argv...)
+			if !eventually(func() bool { return s.p.WaitingForInput(s.cmd.Process.Pid) }, 5*time.Second) {
+				b.Fatal("not waiting")
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				s.p.WaitingForInput(s.cmd.Process.Pid)
+			}
+			b.StopTimer()
+			_ = s.cmd.Process.Kill()
+			_ = s.cmd.Wait()
+			_ = s.p.Close()
 		})
 	}
 }

@@ -10,4 +10,5 @@ var (
 	selectCalls = map[int]bool{}
 	pollCalls   = map[int]bool{}
 	epollCalls  = map[int]bool{}
+	waitCalls   = map[int]bool{}
 )

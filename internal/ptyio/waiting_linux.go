@@ -17,28 +17,46 @@ const maxWalk = 512
 // §4.4): tcgetpgrp on the master, then for each member /proc/PID/syscall —
 // a read of the terminal, a select or poll that includes it, an epoll set
 // that watches it — or, where that file is unreadable, /proc/PID/wchan.
-// leader is the session leader; the group's members are found among its
-// descendants. Any doubt answers false: the caller then waits its full
-// time, which is always correct, only slower.
+// A member waiting for its children (wait4, waitid: a login shell that
+// runs `cmd` does not exec it) defers to them, but at least one member
+// must be reading the terminal. leader is the session leader; the group's
+// members are found among its descendants. Any doubt answers false: the
+// caller then waits its full time, which is always correct, only slower.
 func (p *Pty) WaitingForInput(leader int) bool {
 	pgrp, err := p.ForegroundGroup()
 	if err != nil || pgrp <= 0 {
 		return false
 	}
-	members := scanGroup(pgrp)
+	var members []int
 	if p.childFiles {
 		members = groupMembers(leader, pgrp)
+	} else {
+		members = scanGroup(pgrp)
 	}
 	if len(members) == 0 {
 		return false
 	}
+	reading := false
 	for _, pid := range members {
-		if !p.readingTerminal(pid) {
+		switch p.memberState(pid) {
+		case readingTTY:
+			reading = true
+		case waitingChild:
+		default:
 			return false
 		}
 	}
-	return true
+	return reading
 }
+
+// state is what a probe concludes about one process.
+type state int
+
+const (
+	busy         state = iota // running, or asleep for another reason
+	readingTTY                // asleep waiting to read the terminal
+	waitingChild              // asleep waiting for a child to change state
+)
 
 // procStat is what /proc/PID/stat tells a probe.
 type procStat struct {
@@ -134,61 +152,67 @@ func scanGroup(pgrp int) []int {
 	return members
 }
 
-// readingTerminal reports whether pid's main thread sleeps in a call that
-// waits for the terminal.
-func (p *Pty) readingTerminal(pid int) bool {
+// memberState tells what pid's main thread sleeps in.
+func (p *Pty) memberState(pid int) state {
 	st, ok := readStat(pid)
 	if !ok || st.state != 'S' {
-		return false
+		return busy
 	}
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/syscall")
 	if err != nil {
-		return p.wchanReading(pid)
+		return p.wchanState(pid)
 	}
 	f := strings.Fields(string(b))
 	if len(f) < 2 {
-		return false // "running", or a kernel thread
+		return busy // "running", or a kernel thread
 	}
 	nr, err := strconv.Atoi(f[0])
 	if err != nil {
-		return false
+		return busy
 	}
 	arg0, err := strconv.ParseUint(strings.TrimPrefix(f[1], "0x"), 16, 64)
 	if err != nil {
-		return false
+		return busy
 	}
+	reading := false
 	switch {
+	case waitCalls[nr]:
+		return waitingChild
 	case readCalls[nr]: // read(fd, ...): is fd the terminal?
-		return p.isTerminal(pid, int(arg0))
+		reading = p.isTerminal(pid, int(arg0))
 	case selectCalls[nr]: // select(nfds, ...): one of the fds below nfds
 		for fd := range min(int(arg0), 64) {
-			if p.isTerminal(pid, fd) {
-				return true
-			}
+			reading = reading || p.isTerminal(pid, fd)
 		}
-		return false
 	case pollCalls[nr]: // the fds are in the caller's memory: trust stdin
-		return p.isTerminal(pid, 0)
+		reading = p.isTerminal(pid, 0)
 	case epollCalls[nr]: // epoll_wait(epfd, ...): does the set watch it?
-		return p.epollWatchesTerminal(pid, int(arg0))
+		reading = p.epollWatchesTerminal(pid, int(arg0))
 	}
-	return false
+	if reading {
+		return readingTTY
+	}
+	return busy
 }
 
-// wchanReading is the fallback when /proc/PID/syscall cannot be read: a
+// wchanState is the fallback when /proc/PID/syscall cannot be read: a
 // process asleep where terminal reads, polls and selects sleep, with the
-// terminal as stdin.
-func (p *Pty) wchanReading(pid int) bool {
+// terminal as stdin, or where wait4 sleeps.
+func (p *Pty) wchanState(pid int) state {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/wchan")
 	if err != nil {
-		return false
+		return busy
 	}
 	switch w := string(b); {
+	case w == "do_wait":
+		return waitingChild
 	case w == "wait_woken", w == "n_tty_read", w == "do_epoll_wait", w == "do_select", w == "do_sys_poll",
 		strings.HasPrefix(w, "poll_schedule_timeout"):
-		return p.isTerminal(pid, 0)
+		if p.isTerminal(pid, 0) {
+			return readingTTY
+		}
 	}
-	return false
+	return busy
 }
 
 func (p *Pty) isTerminal(pid, fd int) bool {

@@ -4,6 +4,8 @@ package reapertest
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -15,7 +17,18 @@ import (
 //
 //	var testReaper = reaper.New()
 //	func TestMain(m *testing.M) { os.Exit(reapertest.Run(m, testReaper)) }
+//
+// HOME points at an empty directory meanwhile: the login shells that
+// tests start must not run the developer's dotfiles (slow, and a test
+// that kills one mid-profile can leave their locks behind).
 func Run(m *testing.M, r *reaper.Reaper) int {
+	home, err := os.MkdirTemp("", "execd-test-home-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "reapertest:", err)
+		return 1
+	}
+	defer os.RemoveAll(home)
+	os.Setenv("HOME", home)
 	code := m.Run()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
