@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-
-	"github.com/execd/execd/internal/reaper"
 )
 
 // DescendantGrace is how long a one-shot call waits, after its command
@@ -107,11 +105,7 @@ func (o *Orchestrator) command(argv []string, workdir string) (*exec.Cmd, error)
 	if err != nil {
 		return nil, err
 	}
-	pathEnv, _ := lookupEnv(o.env, "PATH")
-	if pathEnv == "" {
-		pathEnv = os.Getenv("PATH") // a command without PATH still finds programs like execd does
-	}
-	path, err := lookPath(argv[0], pathEnv, dir)
+	path, err := lookPath(argv[0], o.commandPath(), dir)
 	if err != nil {
 		return nil, &SpawnError{Program: argv[0], Err: err}
 	}
@@ -155,10 +149,7 @@ func (o *Orchestrator) startPiped(cmd *exec.Cmd, observe OutputFunc) (*pipedRun,
 	if err != nil {
 		outR.Close()
 		errR.Close()
-		if errors.Is(err, reaper.ErrClosed) {
-			return nil, ErrShuttingDown
-		}
-		return nil, &SpawnError{Program: cmd.Path, Err: err}
+		return nil, o.startError(cmd, err)
 	}
 	for _, p := range []struct {
 		f *os.File
@@ -271,10 +262,11 @@ func (o *Orchestrator) discard(f *os.File) {
 	_ = f.Close()
 }
 
-// Close stops reading the output of background descendants left by
-// finished commands (they are not signalled: the reaper's Shutdown does
-// that) and waits for those readers to return. Call it at shutdown, after
-// the last Exec.
+// Close kills the sessions still open, stops reading the output of
+// background descendants left by finished commands (those are not
+// signalled: the reaper's Shutdown does that), and waits for every
+// goroutine the orchestrator started. Call it at shutdown, after the last
+// call has returned.
 func (o *Orchestrator) Close() {
 	o.leftoverMu.Lock()
 	o.closed = true
@@ -282,5 +274,9 @@ func (o *Orchestrator) Close() {
 		_ = f.Close() // interrupts its reader
 	}
 	o.leftoverMu.Unlock()
+	for _, s := range o.sessions.RemoveAll() {
+		s.kill()
+	}
+	o.sessionsRunning.Wait()
 	o.leftovers.Wait()
 }

@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/execd/execd/internal/procstore"
 	"github.com/execd/execd/internal/reaper"
 	"github.com/execd/execd/internal/sandbox"
 )
@@ -40,16 +41,23 @@ type Options struct {
 	// Shell is the user's shell; the zero value means DetectShell on
 	// /etc/passwd for the current uid.
 	Shell Shell
+	// Sessions sizes the session store (sessions.max); zero values mean
+	// 64 sessions with the 8 most recent protected.
+	Sessions procstore.Options
 }
 
 // Orchestrator runs commands. Create it with [New].
 type Orchestrator struct {
-	log     *zap.Logger
-	reaper  *reaper.Reaper
-	cwd     string
-	sandbox SandboxPolicy
-	shell   Shell
-	env     []string // the environment every command gets, built once
+	log        *zap.Logger
+	reaper     *reaper.Reaper
+	cwd        string
+	sandbox    SandboxPolicy
+	shell      Shell
+	env        []string // the environment every command gets, built once
+	sessionEnv []string // env with the session overrides
+
+	sessions        *procstore.Store[*session]
+	sessionsRunning sync.WaitGroup // session pumps and waiters
 	// sandboxErr is why the configured mode cannot be enforced, or nil.
 	sandboxErr error
 
@@ -88,6 +96,7 @@ func New(opts Options) (*Orchestrator, error) {
 		shell:      opts.Shell,
 		env:        append(BuildEnv(base, opts.Env), sandboxMarkers(opts.Sandbox)...),
 		sandboxErr: sandbox.Check(opts.Sandbox.Mode),
+		sessions:   procstore.New[*session](opts.Sessions),
 
 		leftoverFiles: map[*os.File]struct{}{},
 	}
@@ -99,6 +108,7 @@ func New(opts Options) (*Orchestrator, error) {
 			log.Warn("user shell fallback", zap.String("reason", note))
 		}
 	}
+	o.sessionEnv = withOverrides(o.env, sessionOverrides)
 	o.logSupport()
 	return o, nil
 }
@@ -170,6 +180,25 @@ func (o *Orchestrator) SandboxMode() sandbox.Mode { return o.sandbox.Mode }
 
 // Sandboxed reports whether commands run under a sandbox execd enforces.
 func (o *Orchestrator) Sandboxed() bool { return o.sandboxErr == nil && o.sandbox.Mode.Enforced() }
+
+// commandPath is the PATH programs are looked up in: the commands' own,
+// or execd's when the environment policy leaves them none.
+func (o *Orchestrator) commandPath() string {
+	if p, _ := lookupEnv(o.env, "PATH"); p != "" {
+		return p
+	}
+	return os.Getenv("PATH")
+}
+
+// ResolveShell resolves a shell named by the model (exec_command's shell:
+// a path, or a name on the commands' PATH) as SPEC §9.1 does the user's.
+func (o *Orchestrator) ResolveShell(name, workdir string) (Shell, error) {
+	dir, err := o.ResolveWorkdir(workdir)
+	if err != nil {
+		return Shell{}, err
+	}
+	return ResolveShell(name, o.commandPath(), dir)
+}
 
 // FailsClosed reports whether commands are refused because the configured
 // sandbox cannot be enforced.

@@ -70,16 +70,18 @@ func (h *HeadTail) write(b []byte) {
 	}
 }
 
-// Drain returns the bytes kept since the last Drain, head then tail, and
-// how many were dropped between them, and empties the buffer. Unless
-// final is set, an incomplete UTF-8 sequence at the very end is held back
-// for the next Drain, so a character split across reads is not broken.
-func (h *HeadTail) Drain(final bool) (data []byte, omitted int64) {
+// Drain returns the bytes kept since the last Drain, head then tail, how
+// many were dropped between them, and where in data that was (gapAt), and
+// empties the buffer. Unless final is set, an incomplete UTF-8 sequence at
+// the very end is held back for the next Drain, so a character split
+// across reads is not broken.
+func (h *HeadTail) Drain(final bool) (data []byte, gapAt int, omitted int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	data = make([]byte, 0, len(h.carry)+len(h.head)+len(h.tail))
 	data = append(data, h.carry...)
 	data = append(data, h.head...)
+	gapAt = len(data)
 	data = append(data, h.tail[h.tailPos:]...)
 	data = append(data, h.tail[:h.tailPos]...)
 	omitted = h.omitted
@@ -90,7 +92,7 @@ func (h *HeadTail) Drain(final bool) (data []byte, omitted int64) {
 			data = data[:len(data)-cut]
 		}
 	}
-	return data, omitted
+	return data, min(gapAt, len(data)), omitted
 }
 
 // Buffered reports the bytes written since the last Drain.

@@ -31,11 +31,11 @@ func TestHeadTailCompat(t *testing.T) {
 	for _, tt := range tests {
 		h := NewHeadTail(tt.budget)
 		push(h, tt.parts...)
-		got, omitted := h.Drain(true)
+		got, _, omitted := h.Drain(true)
 		if string(got) != tt.want || omitted != tt.omitted {
 			t.Errorf("budget %d, push %q: got %q omitted %d; want %q omitted %d", tt.budget, tt.parts, got, omitted, tt.want, tt.omitted)
 		}
-		if again, o := h.Drain(true); len(again) != 0 || o != 0 {
+		if again, _, o := h.Drain(true); len(again) != 0 || o != 0 {
 			t.Errorf("second Drain = %q %d, want empty", again, o)
 		}
 	}
@@ -44,15 +44,15 @@ func TestHeadTailCompat(t *testing.T) {
 func TestHeadTailKeepsSplitCharactersForTheNextDrain(t *testing.T) {
 	h := NewHeadTail(100)
 	push(h, "caf\xc3") // é is c3 a9
-	if got, _ := h.Drain(false); string(got) != "caf" {
+	if got, _, _ := h.Drain(false); string(got) != "caf" {
 		t.Fatalf("first drain %q", got)
 	}
 	push(h, "\xa9!")
-	if got, _ := h.Drain(false); string(got) != "é!" {
+	if got, _, _ := h.Drain(false); string(got) != "é!" {
 		t.Fatalf("second drain %q", got)
 	}
 	push(h, "x\xe2\x82")
-	if got, _ := h.Drain(true); string(got) != "x\xe2\x82" {
+	if got, _, _ := h.Drain(true); string(got) != "x\xe2\x82" {
 		t.Fatalf("final drain must flush: %q", got)
 	}
 	if h.Buffered() != 0 {
@@ -69,7 +69,10 @@ func TestHeadTailBoundedMemory(t *testing.T) {
 	if h.Buffered() != 40960000 {
 		t.Fatalf("Buffered = %d", h.Buffered())
 	}
-	got, omitted := h.Drain(true)
+	got, gapAt, omitted := h.Drain(true)
+	if gapAt != 1<<19 {
+		t.Fatalf("gap at %d, want after the 512 KiB head", gapAt)
+	}
 	if len(got) != 1<<20 || omitted != 40960000-(1<<20) || cap(h.head) > 1<<19 || cap(h.tail) > 1<<19 {
 		t.Fatalf("kept %d omitted %d caps %d %d", len(got), omitted, cap(h.head), cap(h.tail))
 	}
@@ -89,7 +92,10 @@ func FuzzHeadTail(f *testing.F) {
 		for i := 0; i < len(data); i += split {
 			_, _ = h.Write(data[i:min(len(data), i+split)])
 		}
-		got, omitted := h.Drain(true)
+		got, gapAt, omitted := h.Drain(true)
+		if omitted > 0 && gapAt != min(budget/2, len(data)) {
+			t.Fatalf("gap at %d", gapAt)
+		}
 		if int64(len(got))+omitted != int64(len(data)) {
 			t.Fatalf("kept %d + omitted %d != written %d", len(got), omitted, len(data))
 		}

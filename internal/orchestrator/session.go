@@ -1,0 +1,539 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/execd/execd/internal/procstore"
+	"github.com/execd/execd/internal/ptyio"
+	"github.com/execd/execd/internal/reaper"
+)
+
+// Session tuning (SPEC §4.3, §4.4, §5.1).
+const (
+	// quietWindow is how long a terminal must stay silent before a probe
+	// may decide the session waits for input.
+	quietWindow = 5 * time.Millisecond
+	// maxProbeInterval caps the back-off of probes while the session is
+	// busy or asleep, which costs about 50 µs each.
+	maxProbeInterval = 100 * time.Millisecond
+	// SessionBuffer is the output a session keeps between calls: head and
+	// tail halves.
+	SessionBuffer = 1 << 20
+	// sessionReadBytes is a session pump's read size; it lives as long as
+	// the session.
+	sessionReadBytes = 16 << 10
+	// killWait bounds how long a cancelled start waits for its killed
+	// process to be gone.
+	killWait = 2 * time.Second
+)
+
+// sessionOverrides are set for every session (SPEC §10, compat): a dumb
+// terminal, UTF-8, no pagers and no colours.
+var sessionOverrides = []string{"NO_COLOR=1", "TERM=dumb", "LANG=C.UTF-8", "LC_CTYPE=C.UTF-8",
+	"LC_ALL=C.UTF-8", "COLORTERM=", "PAGER=cat", "GIT_PAGER=cat", "GH_PAGER=cat"}
+
+// ErrStdinClosed refuses text for a session started without a terminal.
+var ErrStdinClosed = errors.New("stdin is closed for this session; rerun exec_command with tty: true to keep stdin open")
+
+// UnknownSessionError is a write to a session that does not exist: it
+// never did, its exit was already reported, or it was evicted.
+type UnknownSessionError struct{ ID procstore.ID }
+
+func (e *UnknownSessionError) Error() string { return fmt.Sprintf("unknown session_id %d", e.ID) }
+
+// SessionRequest starts a command that becomes a session if it is still
+// running when its yield ends (exec_command).
+type SessionRequest struct {
+	CallID  string
+	Argv    []string
+	Workdir string
+	// TTY gives the command a 24×80 terminal; otherwise stdin is /dev/null
+	// and stdout and stderr share one pipe, so output keeps its order.
+	TTY   bool
+	Yield time.Duration
+	// Output sees this call's output; Watch sees the session's whole life.
+	Output OutputFunc
+	Watch  Watcher
+}
+
+// WriteRequest continues a session (write_stdin). Empty Chars is a poll.
+type WriteRequest struct {
+	ID     procstore.ID
+	Chars  []byte
+	Yield  time.Duration
+	Output OutputFunc
+}
+
+// Watcher follows a session from start to exit, for event streams. Its
+// methods are called from the session's goroutines, Output in order and
+// Exited last; they must not block.
+type Watcher interface {
+	Output(chunk []byte)
+	Exited(Exit)
+}
+
+// Exit is how a process ended.
+type Exit struct {
+	Code     int            // exit status, or 128+N for signal N
+	Signal   syscall.Signal // 0 unless killed by a signal
+	Duration time.Duration  // from start to exit
+}
+
+// Chunk is one call's view of a session: the output since the previous
+// call and whether the process still runs.
+type Chunk struct {
+	Argv   []string // the session's command
+	Output []byte
+	// Omitted counts bytes dropped from the middle of Output, at byte
+	// OmittedAt, because more than SessionBuffer arrived between calls.
+	Omitted   int64
+	OmittedAt int
+	// ID is the session's id while it runs; 0 once it has exited.
+	ID   procstore.ID
+	Exit *Exit // set once the process has exited
+	// Open is the number of live sessions after a start that stored one.
+	Open int
+	// Max is the session limit.
+	Max int
+	// Waiting reports that the call returned early because the terminal
+	// waits for input.
+	Waiting bool
+	// Stopped is why the call stopped waiting early (its context's cause).
+	Stopped error
+	Wall    time.Duration
+}
+
+// session is a command kept across calls.
+type session struct {
+	o       *Orchestrator
+	cmd     *exec.Cmd
+	argv    []string
+	pty     *ptyio.Pty // nil for a pipe session
+	pipe    *os.File   // the read end of a pipe session
+	buf     *procstore.HeadTail
+	watch   Watcher
+	started time.Time
+
+	notify   chan struct{} // one pending wake-up: output or exit
+	done     chan struct{} // closed once exited and its output is read
+	detached atomic.Bool   // the pipe is left to background descendants
+
+	mu         sync.Mutex
+	lastOutput time.Time  // guarded by mu
+	observer   OutputFunc // guarded by mu: the current call's
+	exit       Exit       // written before done is closed
+
+	call     sync.Mutex // one call at a time
+	reported bool       // guarded by call: the exit was returned; the id is gone
+}
+
+// Exited reports whether the process has exited and its output is read.
+func (s *session) Exited() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// StartSession starts req.Argv and waits until it exits, the yield
+// passes, or — with a terminal — it waits for input (SPEC §4.3, §4.4).
+// A command still running then becomes a session in the store; when that
+// evicts another session, the evicted one's group is killed. When ctx
+// ends first the command is killed: nobody would learn its session id.
+//
+// Errors are those of Exec; no process was started then.
+func (o *Orchestrator) StartSession(ctx context.Context, req SessionRequest) (*Chunk, error) {
+	start := time.Now()
+	cmd, err := o.command(req.Argv, req.Workdir)
+	if err != nil {
+		return nil, err
+	}
+	cmd.Env = o.sessionEnv
+	s, err := o.spawnSession(cmd, req)
+	if err != nil {
+		return nil, err
+	}
+	o.log.Info("session started", zap.String("call_id", req.CallID), zap.Int("pid", cmd.Process.Pid),
+		zap.String("program", cmd.Path), zap.Bool("tty", s.pty != nil))
+	s.setObserver(req.Output)
+	defer s.setObserver(nil)
+	outcome := s.collect(ctx, start.Add(req.Yield), s.pty != nil)
+	if outcome == cancelled {
+		s.kill()
+		select {
+		case <-s.done:
+		case <-time.After(killWait):
+		}
+	}
+	chunk := s.chunk(start)
+	chunk.Waiting = outcome == waitingInput
+	if outcome == cancelled {
+		chunk.Stopped = context.Cause(ctx)
+	}
+	if chunk.Exit != nil || outcome == cancelled {
+		return chunk, nil
+	}
+	id, victim, evicted, n := o.sessions.Insert(s)
+	if evicted {
+		o.log.Info("session evicted", zap.Int("pid", victim.cmd.Process.Pid), zap.Int("open", n))
+		victim.kill()
+	}
+	chunk.ID, chunk.Open = id, n
+	return chunk, nil
+}
+
+// WriteSession writes req.Chars to a session and collects its output
+// until it exits, the yield passes, or — after non-empty input on a
+// terminal — it waits for input again. An exit is reported once: the
+// session is then gone. When ctx ends the call only stops waiting.
+//
+// Errors: *UnknownSessionError; ErrStdinClosed for text to a session
+// without a terminal (only \x03 and \x1c are accepted: SIGINT, SIGQUIT);
+// a write that the terminal did not take before the yield ended.
+func (o *Orchestrator) WriteSession(ctx context.Context, req WriteRequest) (*Chunk, error) {
+	start := time.Now()
+	s, ok := o.sessions.Get(req.ID)
+	if !ok {
+		return nil, &UnknownSessionError{ID: req.ID}
+	}
+	s.call.Lock()
+	defer s.call.Unlock()
+	if s.reported { // a concurrent call reported its exit first
+		return nil, &UnknownSessionError{ID: req.ID}
+	}
+	deadline := start.Add(req.Yield)
+	if len(req.Chars) > 0 {
+		if err := s.input(req.Chars, deadline); err != nil {
+			return nil, err
+		}
+	}
+	s.setObserver(req.Output)
+	defer s.setObserver(nil)
+	outcome := s.collect(ctx, deadline, s.pty != nil && len(req.Chars) > 0)
+	chunk := s.chunk(start)
+	chunk.Waiting = outcome == waitingInput
+	if outcome == cancelled {
+		chunk.Stopped = context.Cause(ctx)
+	}
+	if chunk.Exit != nil {
+		s.reported = true
+		o.sessions.Remove(req.ID)
+	} else {
+		chunk.ID = req.ID
+	}
+	return chunk, nil
+}
+
+// spawnSession starts cmd on a terminal or a merged pipe and starts its
+// pump and waiter, which the orchestrator joins in Close.
+func (o *Orchestrator) spawnSession(cmd *exec.Cmd, req SessionRequest) (*session, error) {
+	s := &session{o: o, cmd: cmd, argv: req.Argv, buf: procstore.NewHeadTail(SessionBuffer), watch: req.Watch,
+		notify: make(chan struct{}, 1), done: make(chan struct{})}
+	var out io.Reader
+	if req.TTY {
+		p, err := ptyio.Open(ptyio.DefaultSize)
+		if err != nil {
+			return nil, &SpawnError{Program: cmd.Path, Err: err}
+		}
+		p.Attach(cmd)
+		s.started = time.Now()
+		err = o.reaper.Start(cmd)
+		p.Started()
+		if err != nil {
+			p.Close()
+			return nil, o.startError(cmd, err)
+		}
+		s.pty, out = p, p
+	} else {
+		r, w, err := outputPipe()
+		if err != nil {
+			return nil, &SpawnError{Program: cmd.Path, Err: err}
+		}
+		cmd.Stdout, cmd.Stderr = w, w // one pipe: output in arrival order
+		s.started = time.Now()
+		err = o.reaper.Start(cmd)
+		_ = w.Close()
+		if err != nil {
+			r.Close()
+			return nil, o.startError(cmd, err)
+		}
+		s.pipe, out = r, r
+	}
+	pumped := make(chan struct{})
+	o.sessionsRunning.Add(2)
+	go func() { // the pump: ends at EOF, when the terminal is closed, or when detached
+		defer o.sessionsRunning.Done()
+		defer close(pumped)
+		s.pump(out)
+	}()
+	go func() { // the waiter: ends when the process has exited and its output is read
+		defer o.sessionsRunning.Done()
+		s.wait(pumped)
+	}()
+	return s, nil
+}
+
+func (o *Orchestrator) startError(cmd *exec.Cmd, err error) error {
+	if errors.Is(err, reaper.ErrClosed) {
+		return ErrShuttingDown
+	}
+	return &SpawnError{Program: cmd.Path, Err: err}
+}
+
+func (s *session) pump(r io.Reader) {
+	b := make([]byte, sessionReadBytes)
+	for {
+		n, err := r.Read(b)
+		if n > 0 {
+			s.output(b[:n])
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (s *session) output(b []byte) {
+	_, _ = s.buf.Write(b)
+	s.mu.Lock()
+	s.lastOutput = time.Now()
+	observe := s.observer
+	s.mu.Unlock()
+	if observe != nil {
+		observe(Stdout, b)
+	}
+	if s.watch != nil {
+		s.watch.Output(b)
+	}
+	s.wake()
+}
+
+func (s *session) wake() {
+	select {
+	case s.notify <- struct{}{}:
+	default:
+	}
+}
+
+// wait waits for the process, then for its output: a terminal reports
+// EOF once the session is hung up; a pipe may be held by background
+// descendants, which after DescendantGrace get it to themselves (it is
+// drained so they keep running, SPEC §9.3).
+func (s *session) wait(pumped <-chan struct{}) {
+	waitErr := s.o.reaper.Wait(s.cmd)
+	t := time.NewTimer(DescendantGrace)
+	select {
+	case <-pumped:
+	case <-t.C:
+		if s.pty != nil {
+			_ = s.pty.Close() // a descendant keeps the terminal: stop reading it
+		} else {
+			s.detached.Store(true)
+			_ = s.pipe.SetReadDeadline(time.Now())
+		}
+		<-pumped
+	}
+	t.Stop()
+	s.exit = exitOf(s.cmd, waitErr, s.started)
+	s.o.log.Info("session exited", zap.Int("pid", s.cmd.Process.Pid), zap.Int("exit_code", s.exit.Code),
+		zap.Duration("duration", s.exit.Duration))
+	if s.watch != nil {
+		s.watch.Exited(s.exit)
+	}
+	close(s.done)
+	s.wake()
+	switch {
+	case s.pty != nil:
+		_ = s.pty.Close()
+	case s.detached.Load():
+		s.o.discard(s.pipe)
+	default:
+		_ = s.pipe.Close()
+	}
+}
+
+func exitOf(cmd *exec.Cmd, waitErr error, started time.Time) Exit {
+	e := Exit{Duration: time.Since(started)}
+	if cmd.ProcessState == nil {
+		e.Code = -1
+		return e
+	}
+	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if ws.Signaled() {
+		e.Signal = ws.Signal()
+		e.Code = 128 + int(e.Signal)
+	} else {
+		e.Code = ws.ExitStatus()
+	}
+	_ = waitErr // an exit status is not an error here
+	return e
+}
+
+func (s *session) setObserver(f OutputFunc) {
+	s.mu.Lock()
+	s.observer = f
+	s.mu.Unlock()
+}
+
+func (s *session) lastOutputAt() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastOutput
+}
+
+// kill kills the session's process group.
+func (s *session) kill() {
+	if err := s.o.reaper.Signal(s.cmd, syscall.SIGKILL); err != nil {
+		s.o.log.Warn("kill session", zap.Int("pgid", s.cmd.Process.Pid), zap.Error(err))
+	}
+}
+
+// outcome is why a call stopped collecting output.
+type outcome int
+
+const (
+	yielded outcome = iota
+	exited
+	waitingInput
+	cancelled
+)
+
+// collect waits until the process has exited, the deadline passes, ctx
+// ends or, when early is set, the terminal has been silent for the quiet
+// window and its foreground processes all wait to read it. Probes back
+// off while the session is busy or asleep.
+func (s *session) collect(ctx context.Context, deadline time.Time, early bool) outcome {
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	var probe *time.Timer
+	var probeC <-chan time.Time
+	arm := func(d time.Duration) {
+		if probe == nil {
+			probe = time.NewTimer(d)
+			probeC = probe.C
+			return
+		}
+		probe.Reset(d)
+	}
+	defer func() {
+		if probe != nil {
+			probe.Stop()
+		}
+	}()
+	interval := quietWindow
+	if early {
+		arm(quietWindow)
+	}
+	for {
+		select {
+		case <-s.done:
+			return exited
+		case <-ctx.Done():
+			return cancelled
+		case <-timer.C:
+			return yielded
+		case <-s.notify:
+			if early {
+				interval = quietWindow
+				arm(quietWindow)
+			}
+		case <-probeC:
+			if quiet := time.Since(s.lastOutputAt()); quiet < quietWindow {
+				arm(quietWindow - quiet)
+				continue
+			}
+			if s.pty.WaitingForInput(s.cmd.Process.Pid) {
+				return waitingInput
+			}
+			interval = min(2*interval, maxProbeInterval)
+			arm(interval)
+		}
+	}
+}
+
+// chunk drains the output collected so far. After the exit the whole
+// remainder is taken.
+func (s *session) chunk(start time.Time) *Chunk {
+	c := &Chunk{Argv: s.argv, Max: s.o.sessions.Max()}
+	final := s.Exited()
+	c.Output, c.OmittedAt, c.Omitted = s.buf.Drain(final)
+	if final {
+		e := s.exit
+		c.Exit = &e
+	}
+	c.Wall = time.Since(start)
+	return c
+}
+
+// input writes chars to the terminal, or turns ^C and ^\ into signals for
+// a session without one.
+func (s *session) input(chars []byte, deadline time.Time) error {
+	if s.pty == nil {
+		return s.signalChars(chars)
+	}
+	if err := s.pty.SetWriteDeadline(deadline); err != nil {
+		return fmt.Errorf("write to the terminal: %w", err)
+	}
+	defer func() { _ = s.pty.SetWriteDeadline(time.Time{}) }()
+	n, err := s.pty.Write(chars)
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return fmt.Errorf("the terminal took only %d of %d bytes before the yield time ended: the program is not reading its input", n, len(chars))
+	case err != nil:
+		return fmt.Errorf("write to the terminal: %w", err)
+	}
+	return nil
+}
+
+// signalChars sends SIGINT for each \x03 and SIGQUIT for each \x1c to a
+// session without a terminal; any other character is refused before
+// anything is sent.
+func (s *session) signalChars(chars []byte) error {
+	if strings.Trim(string(chars), "\x03\x1c") != "" {
+		return ErrStdinClosed
+	}
+	for _, c := range chars {
+		sig := syscall.SIGINT
+		if c == 0x1c {
+			sig = syscall.SIGQUIT
+		}
+		if err := s.o.reaper.Signal(s.cmd, sig); err != nil {
+			return fmt.Errorf("signal the session: %w", err)
+		}
+	}
+	return nil
+}
+
+// SessionCount returns the number of live sessions.
+func (o *Orchestrator) SessionCount() int { return o.sessions.Len() }
+
+// withOverrides returns env with the KEY=VALUE entries of overrides
+// replacing or adding to it.
+func withOverrides(env, overrides []string) []string {
+	out := make([]string, 0, len(env)+len(overrides))
+	skip := map[string]bool{}
+	for _, kv := range overrides {
+		k, _, _ := strings.Cut(kv, "=")
+		skip[k] = true
+	}
+	for _, kv := range env {
+		if k, _, _ := strings.Cut(kv, "="); !skip[k] {
+			out = append(out, kv)
+		}
+	}
+	return append(out, overrides...)
+}
