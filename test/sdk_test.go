@@ -23,7 +23,7 @@ func TestSDKDefaultConnectFallsBackToInitialize(t *testing.T) {
 	if init.ProtocolVersion != "2025-11-25" || init.ServerInfo.Name != "execd" || init.Capabilities.Tools == nil {
 		t.Fatalf("initialize result: %+v", init)
 	}
-	if !strings.Contains(init.Instructions, "shell_command") || !strings.Contains(init.Instructions, "without a sandbox") {
+	if !strings.Contains(init.Instructions, "exec_command") || !strings.Contains(init.Instructions, "without a sandbox") {
 		t.Errorf("instructions: %q", init.Instructions)
 	}
 	_, text, st := callTool(t, cs, "shell_command", map[string]any{"command": "echo hello"})
@@ -43,27 +43,31 @@ func TestSDKPinnedVersion(t *testing.T) {
 }
 
 func TestSDKToolsList(t *testing.T) {
-	for config, want := range map[string]string{
-		fullAccess: "shell_command",
-		fullAccess + "[tools]\nshell_type = \"shell\"\n": "shell",
+	for config, want := range map[string][]string{
+		fullAccess: {"exec_command", "write_stdin"},
+		fullAccess + "[tools]\nshell_type = \"shell\"\n":         {"shell"},
+		fullAccess + "[tools]\nshell_type = \"shell_command\"\n": {"shell_command"},
 	} {
 		cs, _ := startSDK(t, config)
 		res, err := cs.ListTools(context.Background(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(res.Tools) != 1 || res.Tools[0].Name != want || res.NextCursor != "" {
-			t.Fatalf("tools %+v, want only %s", res.Tools, want)
+		var names []string
+		for _, tool := range res.Tools {
+			names = append(names, tool.Name)
+			a := tool.Annotations
+			if a == nil || a.ReadOnlyHint || a.DestructiveHint == nil || !*a.DestructiveHint || a.OpenWorldHint == nil || !*a.OpenWorldHint {
+				t.Errorf("%s annotations %+v", tool.Name, a)
+			}
+			in, _ := json.Marshal(tool.InputSchema)
+			out, _ := json.Marshal(tool.OutputSchema)
+			if !strings.Contains(string(in), `"additionalProperties":false`) || !strings.Contains(string(out), `"exit_code"`) {
+				t.Errorf("%s schemas: %s / %s", tool.Name, in, out)
+			}
 		}
-		tool := res.Tools[0]
-		a := tool.Annotations
-		if a == nil || a.ReadOnlyHint || a.DestructiveHint == nil || !*a.DestructiveHint || a.OpenWorldHint == nil || !*a.OpenWorldHint {
-			t.Errorf("%s annotations %+v", want, a)
-		}
-		in, _ := json.Marshal(tool.InputSchema)
-		out, _ := json.Marshal(tool.OutputSchema)
-		if !strings.Contains(string(in), `"additionalProperties":false`) || !strings.Contains(string(out), `"exit_code"`) {
-			t.Errorf("%s schemas: %s / %s", want, in, out)
+		if strings.Join(names, ",") != strings.Join(want, ",") || res.NextCursor != "" {
+			t.Fatalf("tools %v, want %v", names, want)
 		}
 	}
 }

@@ -55,6 +55,10 @@ type config struct {
 		DefaultTimeout  time.Duration
 		MaxOutputTokens int
 	}
+	Sessions struct {
+		Max         int
+		MaxPollTime time.Duration
+	}
 	Log struct {
 		Level  string
 		Format string
@@ -570,6 +574,8 @@ func assign(v map[string]any) *config {
 	c.Tools.AllowLoginShell = v["tools.allow_login_shell"].(bool)
 	c.Exec.DefaultTimeout = time.Duration(v["exec.default_timeout_ms"].(int64)) * time.Millisecond
 	c.Exec.MaxOutputTokens = int(v["exec.max_output_tokens"].(int64))
+	c.Sessions.Max = int(v["sessions.max"].(int64))
+	c.Sessions.MaxPollTime = time.Duration(v["sessions.max_poll_ms"].(int64)) * time.Millisecond
 	c.Log.Level = v["log.level"].(string)
 	c.Log.Format = v["log.format"].(string)
 	return c

@@ -123,8 +123,8 @@ func TestConfigFileErrorsNameTheKey(t *testing.T) {
 		{"[rules]\nfiles = [\"a.rules\"]", "rules.files (config file"},
 		{"[rules]\nfiles = [\"a.rules\"]", "not implemented in this build yet (issue #5)"},
 		{"approval_policy = \"never\"", "approval_policy (config file"},
-		{"[sessions]\nmax = 10", "sessions.max (config file"},
-		{"[sessions]\nmax = 10", "(issue #3)"},
+		{"[sessions]\nmax = 0", "sessions.max (config file"},
+		{"[sessions]\nmax_poll_ms = 1000", "1000 is below the minimum 5000"},
 		{"[sandbox]\nwritable_roots = [\"/srv\"]", "(issue #4)"},
 		{"[audit]\npath = \"/tmp/a\"", "audit.path"},
 		{"[sandbox\nmode = 1", "line 1"},
@@ -144,7 +144,7 @@ func TestConfigFileErrorsNameTheKey(t *testing.T) {
 
 func TestDefaultValueOfAnUnbuiltKeyIsAccepted(t *testing.T) {
 	isolate(t)
-	if _, err := load(t, "approval_policy = \"on-request\"\n[sessions]\nmax = 64\n[rules]\nfiles = []\n"); err != nil {
+	if _, err := load(t, "approval_policy = \"on-request\"\n[rules]\nfiles = []\n"); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -71,9 +71,6 @@ func serve(cfg *config, base, log *zap.Logger, fwd *tools.LogForwarder, proto *o
 		log.Error("start", zap.Error(err))
 		return exitInternal
 	}
-	if tools.ShellType(cfg.Tools.ShellType) == tools.ShellTypeUnifiedExec {
-		log.Warn("tools.shell_type is unified_exec, but exec_command and write_stdin are not implemented in this build yet (issue #3); listing shell_command instead")
-	}
 	log.Info("serving", zap.Strings("tools", srv.ListedTools()))
 
 	// The signal context stays registered until exit, so a second signal

@@ -4,6 +4,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/execd/execd/internal/orchestrator"
+	"github.com/execd/execd/internal/procstore"
 	"github.com/execd/execd/internal/reaper"
 	"github.com/execd/execd/internal/sandbox"
 	"github.com/execd/execd/internal/tools"
@@ -32,6 +33,7 @@ func newOrchestrator(cfg *config, log *zap.Logger, r *reaper.Reaper) (*orchestra
 			Set:                   cfg.Env.Set,
 			IncludeOnly:           cfg.Env.IncludeOnly,
 		},
+		Sessions: procstore.Options{Max: cfg.Sessions.Max},
 	})
 }
 
@@ -46,6 +48,7 @@ func toolOptions(cfg *config, log *zap.Logger, orch *orchestrator.Orchestrator, 
 		DisallowLoginShell: !cfg.Tools.AllowLoginShell,
 		DefaultTimeout:     cfg.Exec.DefaultTimeout,
 		MaxOutputTokens:    cfg.Exec.MaxOutputTokens,
+		MaxPollTime:        cfg.Sessions.MaxPollTime,
 		Logs:               fwd,
 	}
 }

@@ -111,5 +111,68 @@ func shellCommandDef(allowLogin bool) *toolDef {
 	}
 }
 
+// The unified exec descriptions follow Codex's, plus what the terminal
+// does to long input lines (DEPS.md §D: canonical mode keeps 4095 bytes).
+const (
+	execCommandDescription = "Runs a command in a PTY, returning output or a session ID for ongoing interaction."
+	writeStdinDescription  = "Writes characters to an existing unified exec session and returns recent output.\n" +
+		"- On a session started with tty: true, the terminal cuts an input line after 4095 bytes: send longer input in pieces or through a file."
+	maxTokensDescription = "Maximum number of tokens to return. Excess output will be truncated."
+	yieldDescription     = "How long to wait (in milliseconds) for output before yielding."
+)
+
+// sessionOutputSchema describes sessionStructured.
+var sessionOutputSchema = object(
+	[]string{"wall_time_seconds", "output", "original_token_count", "chunk_id", "truncated"},
+	map[string]schema{
+		"wall_time_seconds":    num("Elapsed wall time spent waiting for output in seconds."),
+		"output":               str("Command output text, possibly truncated (without the Total output lines header)."),
+		"exit_code":            {"type": "integer", "description": "Process exit code when the command finished during this call."},
+		"signal":               str(`Name of the signal that ended the process, e.g. "SIGINT".`),
+		"session_id":           {"type": "integer", "description": "Session identifier to pass to write_stdin when the process is still running."},
+		"process_id":           str("The session identifier as a string."),
+		"original_token_count": {"type": "integer", "description": "Approximate token count before output truncation."},
+		"chunk_id":             str("Chunk identifier of this response."),
+		"truncated":            boolean("Whether any output was dropped, by the session buffer or for the model."),
+		"warning":              str("Set when nearly all sessions are in use."),
+	})
+
+func execCommandDef(allowLogin bool) *toolDef {
+	props := approvalProperties(map[string]schema{
+		"cmd":               str("Shell command to execute."),
+		"workdir":           str("Optional working directory to run the command in; defaults to the turn cwd."),
+		"shell":             str("Shell binary to launch. Defaults to the user's default shell."),
+		"tty":               boolean("Whether to allocate a TTY for the command. Defaults to false (plain pipes); set to true to open a PTY and access TTY process."),
+		"yield_time_ms":     num(yieldDescription),
+		"max_output_tokens": num(maxTokensDescription),
+	})
+	if allowLogin {
+		props["login"] = boolean("Whether to run the shell with -l/-i semantics. Defaults to true.")
+	}
+	return &toolDef{
+		Name:         "exec_command",
+		Description:  execCommandDescription,
+		InputSchema:  object([]string{"cmd"}, props).json(),
+		OutputSchema: sessionOutputSchema.json(),
+		Annotations:  shellAnnotations,
+	}
+}
+
+func writeStdinDef() *toolDef {
+	props := map[string]schema{
+		"session_id":        num("Identifier of the running unified exec session."),
+		"chars":             str("Bytes to write to stdin (may be empty to poll)."),
+		"yield_time_ms":     num(yieldDescription),
+		"max_output_tokens": num(maxTokensDescription),
+	}
+	return &toolDef{
+		Name:         "write_stdin",
+		Description:  writeStdinDescription,
+		InputSchema:  object([]string{"session_id"}, props).json(),
+		OutputSchema: sessionOutputSchema.json(),
+		Annotations:  shellAnnotations,
+	}
+}
+
 // shellAnnotations are honest for a tool that runs anything (SPEC §4).
 var shellAnnotations = annotations{ReadOnlyHint: false, DestructiveHint: true, OpenWorldHint: true}

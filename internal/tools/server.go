@@ -38,6 +38,9 @@ type Options struct {
 	DefaultTimeout time.Duration
 	// MaxOutputTokens is the model-facing output budget; 0 means 10000.
 	MaxOutputTokens int
+	// MaxPollTime caps an empty write_stdin poll (sessions.max_poll_ms);
+	// 0 means 300 s.
+	MaxPollTime time.Duration
 	// Logs forwards log entries to the client as notifications/message
 	// once it sends logging/setLevel; nil disables forwarding.
 	Logs *LogForwarder
@@ -87,6 +90,9 @@ func New(conn *rpc.Conn, opts Options) (*Server, error) {
 	if opts.MaxOutputTokens <= 0 {
 		opts.MaxOutputTokens = 10000
 	}
+	if opts.MaxPollTime <= 0 {
+		opts.MaxPollTime = DefaultMaxPollTime
+	}
 	log := opts.Logger
 	if log == nil {
 		log = zap.NewNop()
@@ -119,8 +125,8 @@ func (s *Server) buildCatalog() {
 			s.tools[name] = s.runShell
 		}
 		s.tools["shell_command"] = s.runShellCommand
-		s.tools["exec_command"] = s.notBuilt("exec_command", 3)
-		s.tools["write_stdin"] = s.notBuilt("write_stdin", 3)
+		s.tools["exec_command"] = s.runExecCommand
+		s.tools["write_stdin"] = s.runWriteStdin
 	}
 	switch s.opts.ShellType {
 	case ShellTypeShell:
@@ -128,10 +134,7 @@ func (s *Server) buildCatalog() {
 	case ShellTypeShellCommand:
 		s.listed = append(s.listed, shellCommandDef(allowLogin))
 	case ShellTypeUnifiedExec:
-		// TODO(execd): list exec_command and write_stdin once sessions
-		// exist (#3); until then the default lists shell_command, and
-		// New's caller logs that.
-		s.listed = append(s.listed, shellCommandDef(allowLogin))
+		s.listed = append(s.listed, execCommandDef(allowLogin), writeStdinDef())
 	}
 	// apply_patch is listed once it is implemented (#6).
 }
@@ -164,6 +167,8 @@ func (s *Server) instructions() string {
 		what = `execd runs commands on this machine: the shell tool executes an argv (prefix scripts with ["bash", "-lc"]) and returns its output.`
 	case ShellTypeDisabled:
 		what = "execd's shell tools are disabled by its configuration."
+	case ShellTypeUnifiedExec:
+		what = "execd runs commands on this machine: exec_command starts one and returns its output, or a session id if it is still running; write_stdin sends a session input and reads what it printed since."
 	default:
 		what = "execd runs commands on this machine: shell_command runs a script in the user's shell and returns its exit code and output."
 	}
@@ -328,9 +333,10 @@ func errorResult(err error) *callResult {
 		we *orchestrator.WorkdirError
 		ue *sandbox.UnavailableError
 		se *orchestrator.SpawnError
+		us *orchestrator.UnknownSessionError
 	)
 	switch {
-	case errors.As(err, &ae), errors.As(err, &ue):
+	case errors.As(err, &ae), errors.As(err, &ue), errors.As(err, &us), errors.Is(err, orchestrator.ErrStdinClosed):
 		return textResult(err.Error(), true)
 	case errors.As(err, &we):
 		return textResult("invalid arguments: "+we.Error(), true)

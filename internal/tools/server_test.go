@@ -207,7 +207,7 @@ func TestToolsListPerShellType(t *testing.T) {
 	tests := map[ShellType][]string{
 		ShellTypeShell:        {"shell"},
 		ShellTypeShellCommand: {"shell_command"},
-		ShellTypeUnifiedExec:  {"shell_command"}, // until sessions exist (#3)
+		ShellTypeUnifiedExec:  {"exec_command", "write_stdin"},
 		ShellTypeDisabled:     {},
 	}
 	for st, want := range tests {
@@ -359,8 +359,16 @@ func TestCallsThatStartNothing(t *testing.T) {
 		{"shell_command", map[string]any{"command": "ls", "workdir": "missing"}, "workdir missing: no such directory"},
 		{"shell_command", map[string]any{"command": "ls", "sandbox_permissions": "require_escalated"}, "not implemented in this build"},
 		{"shell_command", map[string]any{"command": "ls", "sandbox_permissions": "sudo"}, `"sudo" is not one of`},
-		{"exec_command", map[string]any{"cmd": "ls"}, "exec_command is not implemented in this build"},
-		{"write_stdin", map[string]any{"session_id": 1}, "write_stdin is not implemented in this build"},
+		{"exec_command", map[string]any{}, "exec_command: cmd: is required"},
+		{"exec_command", map[string]any{"cmd": ""}, "cmd: must not be empty"},
+		{"exec_command", map[string]any{"cmd": "ls", "command": "ls"}, "give cmd or its alias command, not both"},
+		{"exec_command", map[string]any{"cmd": "ls", "shell": "no-such-shell"}, "shell: command not found"},
+		{"exec_command", map[string]any{"cmd": "ls", "tty": "yes"}, "tty: expected true or false"},
+		{"write_stdin", map[string]any{"session_id": 1}, "unknown session_id 1"},
+		{"write_stdin", map[string]any{}, "write_stdin: session_id: is required"},
+		{"write_stdin", map[string]any{"session_id": 1, "process_id": "1"}, "not both"},
+		{"write_stdin", map[string]any{"session_id": 1, "chars": "a", "input": "b"}, "give chars or its alias input"},
+		{"write_stdin", map[string]any{"process_id": "abc"}, "process_id: expected a non-negative integer"},
 		{"apply_patch", map[string]any{"input": "x"}, "apply_patch is not implemented in this build"},
 	}
 	for _, tt := range tests {

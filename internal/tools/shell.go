@@ -129,15 +129,36 @@ func (s *Server) escalationArgs(a *args) bool {
 	return mode == "require_escalated"
 }
 
-// exec runs a one-shot command, reporting progress when the call asked
-// for it.
+// exec runs a one-shot command, reporting progress and events when the
+// call and the client asked for them.
 func (s *Server) exec(ctx context.Context, c *toolCall, req orchestrator.ExecRequest) (*orchestrator.ExecResult, error) {
 	req.CallID = c.id.String()
 	if p := startProgress(ctx, s.conn, c.progress); p != nil {
 		req.Output = p.observe
 		defer p.stop() // before the reply: no progress after the result
 	}
-	return s.orch.Exec(ctx, req)
+	ev := s.events(ctx, c)
+	if ev != nil {
+		cwd, _ := s.orch.ResolveWorkdir(req.Workdir)
+		ev.begin(req.Argv, cwd, s.orch)
+		req.Output = both(req.Output, ev.observe)
+	}
+	res, err := s.orch.Exec(ctx, req)
+	if ev != nil && err == nil {
+		ev.end(res.ExitCode, res.Duration, res.TimedOut)
+	}
+	return res, err
+}
+
+// both calls a then b; either may be nil.
+func both(a, b orchestrator.OutputFunc) orchestrator.OutputFunc {
+	if a == nil {
+		return b
+	}
+	return func(s orchestrator.Stream, chunk []byte) {
+		a(s, chunk)
+		b(s, chunk)
+	}
 }
 
 // execOutput is the command's output as the model sees it before

@@ -6,9 +6,13 @@
 //   - the same with 8 calls in flight vs 8 direct spawns in parallel;
 //   - `head -c 50000000 /dev/zero` through shell_command vs reading it
 //     directly, and execd's peak RSS (VmHWM) after it;
-//   - startup to the initialize response, and idle RSS.
+//   - startup to the initialize response, and idle RSS;
+//   - sessions: exec_command of a tty `cat` (it returns when cat waits for
+//     input), write_stdin "echo $FOO" to an idle bash -i against the same
+//     exchange on a PTY of our own (the floor), and the RSS that 64 idle
+//     sessions add.
 //
-// Targets (issue #2) are printed next to each number.
+// Targets (issues #2 and #3) are printed next to each number.
 package main
 
 import (
@@ -43,6 +47,8 @@ func run(n int) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
+	// Baselines and execd alike run login shells without any dotfiles.
+	os.Setenv("HOME", dir)
 	bin := filepath.Join(dir, "execd")
 	build := exec.Command("go", "build", "-trimpath", "-o", bin, "./cmd/execd")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
@@ -74,7 +80,10 @@ func run(n int) error {
 	idle := status(d.cmd.Process.Pid, "VmRSS")
 	report("idle RSS after the calls above", fmt.Sprintf("%.1f MiB (%.1f MiB right after them)", float64(idle)/1024, float64(busy)/1024),
 		"≤ 10 MiB", float64(idle) <= 10*1024)
-	return bigOutput(d)
+	if err := bigOutput(d); err != nil {
+		return err
+	}
+	return sessions(bin, cfg, dir, n)
 }
 
 // daemon is a running execd with a raw JSON-RPC client.
@@ -88,7 +97,8 @@ type daemon struct {
 
 func start(bin, cfg, dir string) (*daemon, error) {
 	cmd := exec.Command(bin, "--config", cfg, "--cwd", dir)
-	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+dir)
+	// An empty HOME: the login shells measured run no dotfiles of ours.
+	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+dir, "HOME="+dir)
 	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	if err != nil {
 		return nil, err
