@@ -109,6 +109,7 @@ var shutdownSignals = []os.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHU
 func shutdown(log *zap.Logger, r *reaper.Reaper, orch *orchestrator.Orchestrator, srv *tools.Server) {
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownLimit)
 	defer cancel()
+	orch.HangUp() // terminals first: interactive shells ignore SIGTERM
 	if err := r.Shutdown(ctx, killGrace); err != nil {
 		log.Error("processes survive shutdown", zap.Error(err))
 	}

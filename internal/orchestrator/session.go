@@ -518,6 +518,18 @@ func (s *session) signalChars(chars []byte) error {
 	return nil
 }
 
+// HangUp closes the terminal of every open session, as a terminal window
+// that closes: the kernel sends SIGHUP to each terminal's foreground and
+// session leader. Interactive shells, which ignore SIGTERM, exit at once.
+// Shutdown calls it before the reaper's SIGTERM.
+func (o *Orchestrator) HangUp() {
+	for _, s := range o.sessions.All() {
+		if s.pty != nil {
+			_ = s.pty.Close()
+		}
+	}
+}
+
 // SessionCount returns the number of live sessions.
 func (o *Orchestrator) SessionCount() int { return o.sessions.Len() }
 

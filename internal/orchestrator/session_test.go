@@ -217,3 +217,22 @@ func TestCloseKillsOpenSessions(t *testing.T) {
 	o.Close()
 	proctest.Gone(t, marker, waitLimit)
 }
+
+// HangUp closes the terminals of the open sessions: their foreground gets
+// SIGHUP, as when a terminal window closes, and an interactive shell,
+// which ignores SIGTERM, exits at once.
+func TestHangUpEndsTerminalSessions(t *testing.T) {
+	o := newTest(t, nil)
+	const marker = "sleep 818.5"
+	c := startSession(t, o, SessionRequest{Argv: sh("trap '' TERM; " + marker + "; true"), TTY: true, Yield: 250 * time.Millisecond})
+	bash := startSession(t, o, SessionRequest{Argv: interactiveBash, TTY: true, Yield: 5 * time.Second})
+	if c.ID == 0 || bash.ID == 0 {
+		t.Fatal("sessions exited")
+	}
+	o.HangUp()
+	proctest.Gone(t, marker, waitLimit)
+	c2, err := o.WriteSession(t.Context(), WriteRequest{ID: bash.ID, Yield: 5 * time.Second})
+	if err != nil || c2.Exit == nil {
+		t.Fatalf("interactive bash after hang-up: %v %+v", err, c2)
+	}
+}

@@ -121,6 +121,17 @@ func (s *Store[T]) Len() int {
 	return len(s.items)
 }
 
+// All returns the entries, leaving them in the store.
+func (s *Store[T]) All() []T {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	all := make([]T, 0, len(s.items))
+	for _, it := range s.items {
+		all = append(all, it.v)
+	}
+	return all
+}
+
 // RemoveAll empties the store and returns what it held.
 func (s *Store[T]) RemoveAll() []T {
 	s.mu.Lock()
