@@ -81,10 +81,23 @@ func (h *HeadTail) Drain(final bool) (data []byte, gapAt int, omitted int64) {
 	data = make([]byte, 0, len(h.carry)+len(h.head)+len(h.tail))
 	data = append(data, h.carry...)
 	data = append(data, h.head...)
+	omitted = h.omitted
+	if omitted > 0 { // a character cut by the gap goes with the dropped bytes
+		cut := incompleteSuffix(data)
+		data, omitted = data[:len(data)-cut], omitted+int64(cut)
+	}
 	gapAt = len(data)
+	tailStart := len(data)
 	data = append(data, h.tail[h.tailPos:]...)
 	data = append(data, h.tail[:h.tailPos]...)
-	omitted = h.omitted
+	if omitted > 0 {
+		skip := 0
+		for skip < utf8.UTFMax-1 && tailStart+skip < len(data) && !utf8.RuneStart(data[tailStart+skip]) {
+			skip++
+		}
+		data = append(data[:tailStart], data[tailStart+skip:]...)
+		omitted += int64(skip)
+	}
 	h.carry, h.head, h.tail, h.tailPos, h.omitted, h.total = nil, h.head[:0], h.tail[:0], 0, 0, 0
 	if !final {
 		if cut := incompleteSuffix(data); cut > 0 {

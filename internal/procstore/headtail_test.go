@@ -3,6 +3,7 @@ package procstore
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func push(h *HeadTail, parts ...string) {
@@ -60,6 +61,17 @@ func TestHeadTailKeepsSplitCharactersForTheNextDrain(t *testing.T) {
 	}
 }
 
+// A character split by the gap between head and tail is dropped with the
+// bytes in the gap, not shown as a broken sequence (SPEC §5.1).
+func TestHeadTailDropsCharactersCutByTheGap(t *testing.T) {
+	h := NewHeadTail(10)             // head 5, tail 5
+	push(h, strings.Repeat("€", 10)) // 30 bytes, € is 3
+	got, gapAt, omitted := h.Drain(true)
+	if !utf8.Valid(got) || string(got) != "€€" || gapAt != 3 || omitted != 24 {
+		t.Fatalf("got %q gap at %d omitted %d", got, gapAt, omitted)
+	}
+}
+
 func TestHeadTailBoundedMemory(t *testing.T) {
 	h := NewHeadTail(1 << 20)
 	chunk := []byte(strings.Repeat("x", 4096))
@@ -93,19 +105,26 @@ func FuzzHeadTail(f *testing.F) {
 			_, _ = h.Write(data[i:min(len(data), i+split)])
 		}
 		got, gapAt, omitted := h.Drain(true)
-		if omitted > 0 && gapAt != min(budget/2, len(data)) {
-			t.Fatalf("gap at %d", gapAt)
-		}
 		if int64(len(got))+omitted != int64(len(data)) {
 			t.Fatalf("kept %d + omitted %d != written %d", len(got), omitted, len(data))
 		}
-		head := min(budget/2, len(data))
-		if string(got[:head]) != string(data[:head]) {
-			t.Fatalf("head %q, want %q", got[:head], data[:head])
+		if omitted == 0 {
+			if string(got) != string(data) {
+				t.Fatalf("nothing omitted but %q != %q", got, data)
+			}
+			return
 		}
-		tail := len(got) - head
-		if string(got[head:]) != string(data[len(data)-tail:]) {
-			t.Fatalf("tail %q, want %q", got[head:], data[len(data)-tail:])
+		// The head is a prefix and the tail a suffix of what was written;
+		// the gap moves back by at most a cut character.
+		if gapAt > budget/2 || gapAt < budget/2-(utf8.UTFMax-1) {
+			t.Fatalf("gap at %d with a head of %d", gapAt, budget/2)
+		}
+		if string(got[:gapAt]) != string(data[:gapAt]) {
+			t.Fatalf("head %q, want %q", got[:gapAt], data[:gapAt])
+		}
+		tail := got[gapAt:]
+		if string(tail) != string(data[len(data)-len(tail):]) {
+			t.Fatalf("tail %q, want a suffix of %q", tail, data)
 		}
 	})
 }

@@ -57,6 +57,8 @@ func New[T Entry](opts Options) *Store[T] {
 	if opts.Protect <= 0 {
 		opts.Protect = DefaultProtect
 	}
+	// A store smaller than the protected set must still evict.
+	opts.Protect = min(opts.Protect, opts.Max-1)
 	return &Store[T]{max: opts.Max, protect: opts.Protect, items: map[ID]*item[T]{}}
 }
 
@@ -112,6 +114,20 @@ func (s *Store[T]) Remove(id ID) (T, bool) {
 	}
 	delete(s.items, id)
 	return it.v, true
+}
+
+// RemoveIf removes the entry with id only if it is v, and reports whether
+// it did: a caller holding an entry whose id was reused after an eviction
+// must not remove the newcomer.
+func (s *Store[T]) RemoveIf(id ID, v T, same func(a, b T) bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	it, ok := s.items[id]
+	if !ok || !same(it.v, v) {
+		return false
+	}
+	delete(s.items, id)
+	return true
 }
 
 // Len returns the number of entries.

@@ -91,6 +91,28 @@ func TestStore(t *testing.T) {
 	}
 }
 
+func TestSmallStoresStillEvict(t *testing.T) {
+	s := New[*fake](Options{Max: 2})
+	s.Insert(&fake{name: "a"})
+	s.Insert(&fake{name: "b"})
+	if _, victim, evicted, n := s.Insert(&fake{name: "c"}); !evicted || victim.name != "a" || n != 2 {
+		t.Fatalf("max 2: evicted %v %+v n %d", evicted, victim, n)
+	}
+}
+
+func TestRemoveIf(t *testing.T) {
+	s := New[*fake](Options{})
+	a := &fake{name: "a"}
+	id, _, _, _ := s.Insert(a)
+	same := func(x, y *fake) bool { return x == y }
+	if s.RemoveIf(id, &fake{name: "a"}, same) {
+		t.Fatal("removed another entry under the same id")
+	}
+	if !s.RemoveIf(id, a, same) || s.Len() != 0 {
+		t.Fatal("RemoveIf of the entry itself")
+	}
+}
+
 func TestIDsAreNeverSharedByLiveSessions(t *testing.T) {
 	s := New[*fake](Options{Max: 50000})
 	seen := map[ID]bool{}
