@@ -98,6 +98,39 @@ func scanChildren() []int {
 	return pids
 }
 
+// sessionGroups returns the process groups of the live processes whose
+// session id is sid.
+func sessionGroups(sid int) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	seen := map[int]bool{}
+	var groups []int
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// After the parenthesised name: state ppid pgrp session ...
+		i := bytes.LastIndexByte(stat, ')')
+		f := bytes.Fields(stat[i+1:])
+		if i < 0 || len(f) < 4 {
+			continue
+		}
+		pgrp, err1 := strconv.Atoi(string(f[2]))
+		session, err2 := strconv.Atoi(string(f[3]))
+		if err1 == nil && err2 == nil && session == sid && !seen[pgrp] {
+			seen[pgrp] = true
+			groups = append(groups, pgrp)
+		}
+	}
+	return groups
+}
+
 // reapOrphan collects pid if it has exited and reports whether it did.
 // It must only be called for children that no cmd.Wait owns.
 func reapOrphan(pid int) bool {

@@ -19,6 +19,10 @@ func closeInheritedOnExec() {
 	}
 }
 
+// sessionGroups cannot list a session's groups here: only the leader's
+// own group is signalled.
+func sessionGroups(int) []int { return nil }
+
 func childLister() func() []int { return func() []int { return nil } }
 
 func reapOrphan(int) bool { return true }

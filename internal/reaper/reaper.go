@@ -162,6 +162,32 @@ func (r *Reaper) Signal(cmd *exec.Cmd, sig syscall.Signal) error {
 	return nil
 }
 
+// SignalSession sends sig to every process group in the session that
+// Start created for cmd: an interactive shell puts each of its jobs in a
+// group of its own. The leader's own group is signalled only if it still
+// belongs to cmd (see Signal); the other groups are found by their
+// session id, a number the kernel does not reuse while any process of the
+// session lives, so they are signalled even after the leader was reaped.
+func (r *Reaper) SignalSession(cmd *exec.Cmd, sig syscall.Signal) error {
+	pid := cmd.Process.Pid
+	groups := sessionGroups(pid) // outside the lock: it reads /proc
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.groups[pid] == cmd {
+		groups = append(groups, pid)
+	}
+	var first error
+	for _, pgid := range groups {
+		if pgid <= 1 || pgid == unix.Getpgrp() {
+			continue
+		}
+		if err := unix.Kill(-pgid, sig); err != nil && !errors.Is(err, unix.ESRCH) && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
 // Shutdown refuses new processes, sends SIGTERM to every tracked group and
 // every adopted orphan (and its group), sends SIGKILL to whatever is left
 // after grace, and returns when no descendant is left or ctx is done.

@@ -5,6 +5,7 @@ package reaper
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"slices"
@@ -196,6 +197,36 @@ func TestSignalGroup(t *testing.T) {
 	if err := testReaper.Signal(stranger, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// SignalSession reaches the jobs an interactive shell put in groups of
+// their own.
+func TestSignalSessionReachesEveryGroup(t *testing.T) {
+	const marker = "sleep 914.5"
+	cmd := exec.Command("bash", "--norc", "-i")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := testReaper.Start(cmd); err != nil {
+		t.Fatal(err)
+	}
+	// Without a terminal bash -i still runs jobs, each in its own group.
+	if _, err := io.WriteString(in, "set -m; "+marker+" & "+marker+" &\n"); err != nil {
+		t.Fatal(err)
+	}
+	pids := proctest.Running(t, marker, 2, waitLimit)
+	for _, pid := range pids {
+		if pgid, _ := syscall.Getpgid(pid); pgid == cmd.Process.Pid {
+			t.Fatalf("job %d is in the shell's group: the test does not test anything", pid)
+		}
+	}
+	if err := testReaper.SignalSession(cmd, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = testReaper.Wait(cmd)
+	proctest.Gone(t, marker, waitLimit)
 }
 
 // An orphan that exits while its command still runs is reaped within
