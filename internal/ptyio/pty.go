@@ -131,6 +131,25 @@ func (p *Pty) Size() (Size, error) {
 	return s, err
 }
 
+// Canonical reports whether the terminal is in canonical (line) mode,
+// where the kernel keeps at most MaxCanon-1 bytes of a line and drops the
+// rest. TCGETS on a master reports the slave's settings.
+func (p *Pty) Canonical() bool {
+	canonical := false
+	_ = p.control(func(fd int) error {
+		t, err := unix.IoctlGetTermios(fd, getTermios)
+		if err == nil {
+			canonical = t.Lflag&unix.ICANON != 0
+		}
+		return err
+	})
+	return canonical
+}
+
+// MaxCanon is the line buffer of a terminal in canonical mode (Linux
+// N_TTY_BUF_SIZE): a line keeps at most MaxCanon-1 bytes and its newline.
+const MaxCanon = 4096
+
 // ForegroundGroup returns the terminal's foreground process group
 // (tcgetpgrp on the master).
 func (p *Pty) ForegroundGroup() (int, error) {

@@ -106,6 +106,21 @@ func TestResize(t *testing.T) {
 	s.waitFor("40 100")
 }
 
+func TestCanonical(t *testing.T) {
+	s := start(t, "bash", "-c", "read line; stty raw; echo switched; sleep 30")
+	time.Sleep(100 * time.Millisecond)
+	if !s.p.Canonical() {
+		t.Fatal("a fresh terminal is in canonical mode")
+	}
+	if _, err := s.p.Write([]byte("go\n")); err != nil {
+		t.Fatal(err)
+	}
+	s.waitFor("switched")
+	if s.p.Canonical() {
+		t.Fatal("still canonical after stty raw")
+	}
+}
+
 func TestCloseInterruptsRead(t *testing.T) {
 	s := start(t, "sleep", "30")
 	time.Sleep(50 * time.Millisecond)
@@ -166,6 +181,11 @@ func TestWaitingForInput(t *testing.T) {
 		{"bash -i running sleep", []string{"bash", "--norc", "-i"}, "$ ", "sleep 30\n", false},
 		{"python3 sleeping", []string{"python3", "-i", "-q"}, ">>> ", "import time; time.sleep(30)\n", false},
 		{"busy loop", []string{"bash", "-c", "while :; do :; done"}, "", "", false},
+		{"poll on nothing (a sleep)", []string{"python3", "-c", "import select; select.poll().poll(30000)"}, "", "", false},
+		{"poll on a socket", []string{"python3", "-c", "import socket,select; s=socket.socket(); s.bind(('127.0.0.1',0)); s.listen(); p=select.poll(); p.register(s); p.poll(30000)"}, "", "", false},
+		{"select on a socket", []string{"python3", "-c", "import socket,select; s=socket.socket(); s.bind(('127.0.0.1',0)); s.listen(); select.select([s],[],[],30)"}, "", "", false},
+		{"poll on the terminal", []string{"python3", "-c", "import sys,select; p=select.poll(); p.register(sys.stdin, select.POLLIN); p.poll(30000)"}, "", "", true},
+		{"select on the terminal", []string{"python3", "-c", "import sys,select; select.select([sys.stdin],[],[],30)"}, "", "", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -3,10 +3,13 @@ package ptyio
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"os"
 	"strconv"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // maxWalk bounds the processes examined by one probe.
@@ -162,37 +165,94 @@ func (p *Pty) memberState(pid int) state {
 	if err != nil {
 		return p.wchanState(pid)
 	}
+	// "NR ARG0 ARG1 ... SP PC", numbers in hex but NR; "running" or a
+	// short line when the task is not asleep in a system call.
 	f := strings.Fields(string(b))
-	if len(f) < 2 {
-		return busy // "running", or a kernel thread
+	if len(f) < 4 {
+		return busy
 	}
 	nr, err := strconv.Atoi(f[0])
 	if err != nil {
 		return busy
 	}
-	arg0, err := strconv.ParseUint(strings.TrimPrefix(f[1], "0x"), 16, 64)
-	if err != nil {
-		return busy
+	var arg [3]uint64
+	for i := range arg {
+		if arg[i], err = strconv.ParseUint(strings.TrimPrefix(f[i+1], "0x"), 16, 64); err != nil {
+			return busy
+		}
 	}
 	reading := false
 	switch {
 	case waitCalls[nr]:
 		return waitingChild
-	case readCalls[nr]: // read(fd, ...): is fd the terminal?
-		reading = p.isTerminal(pid, int(arg0))
-	case selectCalls[nr]: // select(nfds, ...): one of the fds below nfds
-		for fd := range min(int(arg0), 64) {
-			reading = reading || p.isTerminal(pid, fd)
-		}
-	case pollCalls[nr]: // the fds are in the caller's memory: trust stdin
-		reading = p.isTerminal(pid, 0)
-	case epollCalls[nr]: // epoll_wait(epfd, ...): does the set watch it?
-		reading = p.epollWatchesTerminal(pid, int(arg0))
+	case readCalls[nr]: // read(fd, ...)
+		reading = p.isTerminal(pid, int(arg[0]))
+	case selectCalls[nr]: // select(nfds, readfds, ...)
+		reading = p.selectWatchesTerminal(pid, int(arg[0]), uintptr(arg[1]))
+	case pollCalls[nr]: // poll(fds, nfds, ...)
+		reading = p.pollWatchesTerminal(pid, uintptr(arg[0]), int(arg[1]))
+	case epollCalls[nr]: // epoll_wait(epfd, ...)
+		reading = p.epollWatchesTerminal(pid, int(arg[0]))
 	}
 	if reading {
 		return readingTTY
 	}
 	return busy
+}
+
+// maxWatched bounds the descriptors read from a poll or select call.
+const maxWatched = 1024
+
+// pollWatchesTerminal reads the pollfd array of a poll call from the
+// process's memory (process_vm_readv: allowed on our descendants, like
+// /proc/PID/syscall) and reports whether it asks to read the terminal.
+func (p *Pty) pollWatchesTerminal(pid int, fds uintptr, n int) bool {
+	if n <= 0 || n > maxWatched || fds == 0 {
+		return false // a poll on nothing is a sleep
+	}
+	const pollfdSize = 8 // int fd; short events; short revents
+	buf, ok := readMemory(pid, fds, n*pollfdSize)
+	if !ok {
+		return false
+	}
+	for i := range n {
+		e := buf[i*pollfdSize:]
+		fd := int32(binary.NativeEndian.Uint32(e))
+		events := binary.NativeEndian.Uint16(e[4:])
+		if fd >= 0 && events&(unix.POLLIN|unix.POLLPRI) != 0 && p.isTerminal(pid, int(fd)) {
+			return true
+		}
+	}
+	return false
+}
+
+// selectWatchesTerminal reads the read set of a select call and reports
+// whether it holds the terminal.
+func (p *Pty) selectWatchesTerminal(pid, nfds int, readfds uintptr) bool {
+	if nfds <= 0 || nfds > maxWatched || readfds == 0 {
+		return false
+	}
+	buf, ok := readMemory(pid, readfds, (nfds+63)/64*8) // an array of longs
+	if !ok {
+		return false
+	}
+	for fd := range nfds {
+		word := binary.NativeEndian.Uint64(buf[fd/64*8:])
+		if word&(1<<(fd%64)) != 0 && p.isTerminal(pid, fd) {
+			return true
+		}
+	}
+	return false
+}
+
+// readMemory copies n bytes at addr from process pid.
+func readMemory(pid int, addr uintptr, n int) ([]byte, bool) {
+	buf := make([]byte, n)
+	local := []unix.Iovec{{Base: &buf[0]}}
+	local[0].SetLen(n)
+	remote := []unix.RemoteIovec{{Base: addr, Len: n}}
+	got, err := unix.ProcessVMReadv(pid, local, remote, 0)
+	return buf, err == nil && got == n
 }
 
 // wchanState is the fallback when /proc/PID/syscall cannot be read: a
@@ -206,8 +266,9 @@ func (p *Pty) wchanState(pid int) state {
 	switch w := string(b); {
 	case w == "do_wait":
 		return waitingChild
-	case w == "wait_woken", w == "n_tty_read", w == "do_epoll_wait", w == "do_select", w == "do_sys_poll",
-		strings.HasPrefix(w, "poll_schedule_timeout"):
+	case w == "wait_woken", w == "n_tty_read":
+		// A plain read of the terminal sleeps here; polls and selects,
+		// whose descriptors cannot be told from wchan, count as busy.
 		if p.isTerminal(pid, 0) {
 			return readingTTY
 		}
