@@ -37,6 +37,9 @@ type ExecRequest struct {
 	Timeout time.Duration
 	// Output, if set, sees the output as it arrives.
 	Output OutputFunc
+	// OnStart, if set, is called once the process has started, before any
+	// of its output is seen.
+	OnStart func()
 }
 
 // ExecResult is the outcome of a command that was started.
@@ -81,7 +84,7 @@ func (o *Orchestrator) Exec(ctx context.Context, req ExecRequest) (*ExecResult, 
 	if err != nil {
 		return nil, err
 	}
-	run, err := o.startPiped(cmd, req.Output)
+	run, err := o.startPiped(cmd, req.Output, req.OnStart)
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +131,7 @@ type pipedRun struct {
 	detached   atomic.Bool   // set by drain: stop capturing, keep discarding
 }
 
-func (o *Orchestrator) startPiped(cmd *exec.Cmd, observe OutputFunc) (*pipedRun, error) {
+func (o *Orchestrator) startPiped(cmd *exec.Cmd, observe OutputFunc, onStart func()) (*pipedRun, error) {
 	outR, outW, err := outputPipe()
 	if err != nil {
 		return nil, &SpawnError{Program: cmd.Path, Err: err}
@@ -150,6 +153,9 @@ func (o *Orchestrator) startPiped(cmd *exec.Cmd, observe OutputFunc) (*pipedRun,
 		outR.Close()
 		errR.Close()
 		return nil, o.startError(cmd, err)
+	}
+	if onStart != nil {
+		onStart()
 	}
 	for _, p := range []struct {
 		f *os.File

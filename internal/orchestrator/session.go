@@ -66,6 +66,9 @@ type SessionRequest struct {
 	// Output sees this call's output; Watch sees the session's whole life.
 	Output OutputFunc
 	Watch  Watcher
+	// OnStart, if set, is called once the process has started, before any
+	// of its output is seen.
+	OnStart func()
 }
 
 // WriteRequest continues a session (write_stdin). Empty Chars is a poll.
@@ -74,6 +77,8 @@ type WriteRequest struct {
 	Chars  []byte
 	Yield  time.Duration
 	Output OutputFunc
+	// OnInput, if set, is called once Chars has been delivered.
+	OnInput func()
 }
 
 // Watcher follows a session from start to exit, for event streams. Its
@@ -135,8 +140,11 @@ type session struct {
 	observer   OutputFunc // guarded by mu: the current call's
 	exit       Exit       // written before done is closed
 
-	call     sync.Mutex // one call at a time
-	reported bool       // guarded by call: the exit was returned; the id is gone
+	// Calls take turns: turn holds one token. A new call first asks the
+	// one collecting to stop (preempt), so a ^C never waits for a poll.
+	turn     chan struct{}
+	preempt  chan struct{}
+	reported bool // guarded by turn: the exit was returned; the id is gone
 }
 
 // Exited reports whether the process has exited and its output is read.
@@ -210,15 +218,21 @@ func (o *Orchestrator) WriteSession(ctx context.Context, req WriteRequest) (*Chu
 	if !ok {
 		return nil, &UnknownSessionError{ID: req.ID}
 	}
-	s.call.Lock()
-	defer s.call.Unlock()
+	if err := s.takeTurn(ctx); err != nil {
+		return nil, fmt.Errorf("waiting for the previous call on session %d: %w", req.ID, err)
+	}
+	defer func() { s.turn <- struct{}{} }()
 	if s.reported { // a concurrent call reported its exit first
 		return nil, &UnknownSessionError{ID: req.ID}
 	}
-	deadline := start.Add(req.Yield)
-	if len(req.Chars) > 0 {
+	deadline := time.Now().Add(req.Yield) // the yield starts with this call's turn
+	if len(req.Chars) > 0 && !s.Exited() {
 		if err := s.input(req.Chars, deadline); err != nil {
-			return nil, err
+			if !s.exitsWithin(DescendantGrace + 100*time.Millisecond) {
+				return nil, err
+			} // it exited as we wrote: report the exit instead
+		} else if req.OnInput != nil {
+			req.OnInput()
 		}
 	}
 	s.setObserver(req.Output)
@@ -231,18 +245,51 @@ func (o *Orchestrator) WriteSession(ctx context.Context, req WriteRequest) (*Chu
 	}
 	if chunk.Exit != nil {
 		s.reported = true
-		o.sessions.Remove(req.ID)
+		o.sessions.RemoveIf(req.ID, s, func(a, b *session) bool { return a == b })
 	} else {
 		chunk.ID = req.ID
 	}
 	return chunk, nil
 }
 
+// takeTurn asks the call collecting output, if any, to return now, and
+// waits for the session's turn until ctx ends.
+func (s *session) takeTurn(ctx context.Context) error {
+	select {
+	case s.preempt <- struct{}{}:
+	default: // a request to stop is already pending
+	}
+	select {
+	case <-s.turn:
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	select { // our own request, if nobody was collecting
+	case <-s.preempt:
+	default:
+	}
+	return nil
+}
+
+// exitsWithin reports whether the process has exited, waiting up to d.
+func (s *session) exitsWithin(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-s.done:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
 // spawnSession starts cmd on a terminal or a merged pipe and starts its
 // pump and waiter, which the orchestrator joins in Close.
 func (o *Orchestrator) spawnSession(cmd *exec.Cmd, req SessionRequest) (*session, error) {
 	s := &session{o: o, cmd: cmd, argv: req.Argv, buf: procstore.NewHeadTail(SessionBuffer), watch: req.Watch,
-		notify: make(chan struct{}, 1), done: make(chan struct{})}
+		notify: make(chan struct{}, 1), done: make(chan struct{}),
+		turn: make(chan struct{}, 1), preempt: make(chan struct{}, 1)}
+	s.turn <- struct{}{}
 	var out io.Reader
 	if req.TTY {
 		p, err := ptyio.Open(ptyio.DefaultSize)
@@ -272,6 +319,9 @@ func (o *Orchestrator) spawnSession(cmd *exec.Cmd, req SessionRequest) (*session
 			return nil, o.startError(cmd, err)
 		}
 		s.pipe, out = r, r
+	}
+	if req.OnStart != nil {
+		req.OnStart()
 	}
 	pumped := make(chan struct{})
 	o.sessionsRunning.Add(2)
@@ -395,10 +445,15 @@ func (s *session) lastOutputAt() time.Time {
 	return s.lastOutput
 }
 
-// kill kills the session's process group.
+// kill ends the session: its terminal is hung up, then every process
+// group of its session is killed (an interactive shell gives each job a
+// group of its own).
 func (s *session) kill() {
-	if err := s.o.reaper.Signal(s.cmd, syscall.SIGKILL); err != nil {
-		s.o.log.Warn("kill session", zap.Int("pgid", s.cmd.Process.Pid), zap.Error(err))
+	if s.pty != nil {
+		_ = s.pty.Close()
+	}
+	if err := s.o.reaper.SignalSession(s.cmd, syscall.SIGKILL); err != nil {
+		s.o.log.Warn("kill session", zap.Int("sid", s.cmd.Process.Pid), zap.Error(err))
 	}
 }
 
@@ -446,6 +501,8 @@ func (s *session) collect(ctx context.Context, deadline time.Time, early bool) o
 			return cancelled
 		case <-timer.C:
 			return yielded
+		case <-s.preempt: // another call on this session wants its turn
+			return yielded
 		case <-s.notify:
 			if early {
 				interval = quietWindow
@@ -484,6 +541,14 @@ func (s *session) chunk(start time.Time) *Chunk {
 func (s *session) input(chars []byte, deadline time.Time) error {
 	if s.pty == nil {
 		return s.signalChars(chars)
+	}
+	if s.pty.Canonical() {
+		for line := range strings.SplitSeq(string(chars), "\n") {
+			if len(line) > ptyio.MaxCanon-1 {
+				return fmt.Errorf("an input line of %d bytes is longer than the %d bytes a terminal in line mode keeps; nothing was sent: send it in pieces or through a file",
+					len(line), ptyio.MaxCanon-1)
+			}
+		}
 	}
 	if err := s.pty.SetWriteDeadline(deadline); err != nil {
 		return fmt.Errorf("write to the terminal: %w", err)

@@ -236,3 +236,96 @@ func TestHangUpEndsTerminalSessions(t *testing.T) {
 		t.Fatalf("interactive bash after hang-up: %v %+v", err, c2)
 	}
 }
+
+// A call on a session does not wait for a poll already running on it: the
+// poll returns with what it has and the new call goes ahead (review #1).
+func TestInputPreemptsARunningPoll(t *testing.T) {
+	o := newTest(t, nil)
+	for _, tty := range []bool{true, false} {
+		argv, chars := interactiveBash, "echo hi\n"
+		if !tty {
+			argv, chars = []string{"sleep", "30"}, "\x03"
+		}
+		c := startSession(t, o, SessionRequest{Argv: argv, TTY: tty, Yield: 2 * time.Second})
+		polled := make(chan *Chunk, 1)
+		go func() {
+			p, err := o.WriteSession(t.Context(), WriteRequest{ID: c.ID, Yield: 20 * time.Second})
+			if err != nil {
+				t.Error(err)
+			}
+			polled <- p
+		}()
+		time.Sleep(200 * time.Millisecond) // the poll is collecting
+		start := time.Now()
+		w, err := o.WriteSession(t.Context(), WriteRequest{ID: c.ID, Chars: []byte(chars), Yield: 5 * time.Second})
+		if err != nil {
+			t.Fatalf("tty=%v: write behind a poll: %v", tty, err)
+		}
+		if p := <-polled; p.Exit != nil {
+			t.Fatalf("tty=%v: the poll saw an exit", tty)
+		}
+		if time.Since(start) > 10*time.Second {
+			t.Fatalf("tty=%v: the write waited for the 20 s poll", tty)
+		}
+		if tty && !strings.Contains(string(w.Output), "hi") {
+			t.Errorf("output %q", w.Output)
+		}
+		if !tty && (w.Exit == nil || w.Exit.Signal != syscall.SIGINT) {
+			t.Errorf("^C behind a poll: %+v", w.Exit)
+		}
+	}
+}
+
+// Input to a terminal session that has exited reports the exit (review #3).
+func TestInputToAnExitedTerminalSessionReportsTheExit(t *testing.T) {
+	o := newTest(t, nil)
+	c := startSession(t, o, SessionRequest{Argv: sh("sleep 0.3; echo done"), TTY: true, Yield: 250 * time.Millisecond})
+	time.Sleep(800 * time.Millisecond)
+	w, err := o.WriteSession(t.Context(), WriteRequest{ID: c.ID, Chars: []byte("hello\n"), Yield: time.Second})
+	if err != nil || w.Exit == nil || !strings.Contains(string(w.Output), "done") {
+		t.Fatalf("write after the exit: %v %+v", err, w)
+	}
+}
+
+// Evicting a shell session kills the jobs it put in groups of their own
+// (review #5).
+func TestEvictionKillsTheShellsJobs(t *testing.T) {
+	o := newTest(t, func(opts *Options) { opts.Sessions = procstore.Options{Max: 1} })
+	const marker = "sleep 819.5"
+	c := startSession(t, o, SessionRequest{Argv: interactiveBash, TTY: true, Yield: 5 * time.Second})
+	write(t, o, c.ID, marker+" &\n", 5*time.Second)
+	proctest.Running(t, marker, 1, waitLimit)
+	startSession(t, o, SessionRequest{Argv: []string{"sleep", "30"}, Yield: 250 * time.Millisecond}) // evicts the shell
+	proctest.Gone(t, marker, waitLimit)
+}
+
+func TestOverlongLineForACanonicalTerminalIsRefused(t *testing.T) {
+	o := newTest(t, nil)
+	c := startSession(t, o, SessionRequest{Argv: []string{"cat"}, TTY: true, Yield: time.Second})
+	_, err := o.WriteSession(t.Context(), WriteRequest{ID: c.ID, Chars: []byte(strings.Repeat("a", 5000) + "\n"), Yield: time.Second})
+	if err == nil || !strings.Contains(err.Error(), "5000 bytes is longer than the 4095") {
+		t.Fatalf("long line: %v", err)
+	}
+	if w := write(t, o, c.ID, strings.Repeat("b", 4095)+"\n", 5*time.Second); !strings.Contains(string(w.Output), strings.Repeat("b", 4095)) {
+		t.Fatalf("a 4095-byte line was not echoed whole")
+	}
+}
+
+func TestStartAndInputCallbacks(t *testing.T) {
+	o := newTest(t, nil)
+	var order []string
+	c := startSession(t, o, SessionRequest{Argv: []string{"cat"}, TTY: true, Yield: time.Second,
+		OnStart: func() { order = append(order, "start") }})
+	w, err := o.WriteSession(t.Context(), WriteRequest{ID: c.ID, Chars: []byte("x\n"), Yield: time.Second,
+		OnInput: func() { order = append(order, "input") }})
+	if err != nil || w.Exit != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(order, ",") != "start,input" {
+		t.Fatalf("callbacks %v", order)
+	}
+	if _, err := o.StartSession(t.Context(), SessionRequest{Argv: []string{"no-such-program-xyz"},
+		OnStart: func() { t.Error("OnStart for a command that never started") }}); err == nil {
+		t.Fatal("no error")
+	}
+}
