@@ -70,27 +70,52 @@ func (e *commandEvents) begin(argv []string, cwd string, o *orchestrator.Orchest
 	e.emit("exec_begin", eventParams{"call_id": e.callID, "command": argv, "cwd": cwd, "sandbox": sandbox})
 }
 
-// observe is the OutputFunc of a one-shot.
+// observe is the OutputFunc of a one-shot. It keeps nothing beyond one
+// incomplete character per stream, and nothing at all once the cap of
+// deltas is reached, so memory stays bounded whatever the command prints.
 func (e *commandEvents) observe(st orchestrator.Stream, chunk []byte) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	b := append(e.pending[st], chunk...)
-	for len(b) > 0 && e.sent < maxDeltas {
-		n := min(len(b), maxDeltaBytes)
-		for n > 0 && n < len(b) && !utf8.RuneStart(b[n]) {
-			n-- // do not split a character
-		}
-		if n == len(b) {
-			n -= incompleteTail(b) // keep a split character for the next chunk
-		}
-		if n <= 0 {
-			break
-		}
-		e.sent++
-		e.emit("exec_output_delta", eventParams{"call_id": e.callID, "stream": st.String(), "chunk": toValidUTF8(b[:n])})
-		b = b[n:]
+	if e.sent >= maxDeltas {
+		return
 	}
-	e.pending[st] = append([]byte(nil), b...)
+	e.flush(st, append(e.pending[st], chunk...), false)
+}
+
+// flush sends b as deltas of at most maxDeltaBytes after invalid bytes
+// are replaced, never splitting a character. Unless final, an incomplete
+// character at the end waits for the next chunk.
+func (e *commandEvents) flush(st orchestrator.Stream, b []byte, final bool) {
+	var out []byte
+	for len(b) > 0 && e.sent < maxDeltas {
+		r, size := utf8.DecodeRune(b)
+		enc := b[:size]
+		if r == utf8.RuneError && size <= 1 {
+			if !final && !utf8.FullRune(b) {
+				break // the rest of this character has not arrived yet
+			}
+			enc = []byte(string(utf8.RuneError))
+		}
+		if len(out)+len(enc) > maxDeltaBytes {
+			e.send(st, out)
+			out = nil
+			continue
+		}
+		out = append(out, enc...)
+		b = b[size:]
+	}
+	if len(out) > 0 && e.sent < maxDeltas {
+		e.send(st, out)
+	}
+	if e.sent >= maxDeltas {
+		b = nil
+	}
+	e.pending[st] = append(e.pending[st][:0], b...)
+}
+
+func (e *commandEvents) send(st orchestrator.Stream, chunk []byte) {
+	e.sent++
+	e.emit("exec_output_delta", eventParams{"call_id": e.callID, "stream": st.String(), "chunk": string(chunk)})
 }
 
 // Output implements orchestrator.Watcher.
@@ -99,27 +124,26 @@ func (e *commandEvents) Output(chunk []byte) { e.observe(orchestrator.Stdout, ch
 // Exited implements orchestrator.Watcher.
 func (e *commandEvents) Exited(x orchestrator.Exit) { e.end(x.Code, x.Duration, false) }
 
+// end sends what is still pending, then exec_end.
 func (e *commandEvents) end(code int, d time.Duration, timedOut bool) {
+	e.mu.Lock()
+	for st, b := range e.pending {
+		if len(b) > 0 {
+			e.flush(st, b, true)
+		}
+	}
+	e.mu.Unlock()
 	e.emit("exec_end", eventParams{"call_id": e.callID, "exit_code": code,
 		"duration_ms": d.Milliseconds(), "timed_out": timedOut})
 }
 
-// incompleteTail is the length of an incomplete character at the end of b.
-func incompleteTail(b []byte) int {
-	for i := 1; i < utf8.UTFMax && i <= len(b); i++ {
-		if c := b[len(b)-i]; utf8.RuneStart(c) {
-			if c >= utf8.RuneSelf && !utf8.FullRune(b[len(b)-i:]) {
-				return i
-			}
-			return 0
-		}
+// terminalInteraction returns the OnInput callback that reports input
+// delivered to a session, or nil when the client asked for no events.
+func (s *Server) terminalInteraction(ctx context.Context, id procstore.ID, chars string) func() {
+	if !s.eventsEnabled() {
+		return nil
 	}
-	return 0
-}
-
-// terminalInteraction reports input typed into a session.
-func (s *Server) terminalInteraction(ctx context.Context, id procstore.ID, chars string) {
-	if s.eventsEnabled() {
+	return func() {
 		s.emit(context.WithoutCancel(ctx), "terminal_interaction", eventParams{"session_id": id, "chars": chars})
 	}
 }

@@ -92,7 +92,7 @@ func (s *Server) runExecCommand(ctx context.Context, c *toolCall) *callResult {
 	}
 	if ev := s.events(ctx, c); ev != nil {
 		cwd, _ := s.orch.ResolveWorkdir(workdir)
-		ev.begin(argv, cwd, s.orch)
+		req.OnStart = func() { ev.begin(argv, cwd, s.orch) }
 		req.Watch = ev
 	}
 	chunk, err := s.orch.StartSession(ctx, req)
@@ -118,7 +118,7 @@ func (s *Server) runWriteStdin(ctx context.Context, c *toolCall) *callResult {
 		defer p.stop()
 	}
 	if chars != "" {
-		s.terminalInteraction(ctx, id, chars)
+		req.OnInput = s.terminalInteraction(ctx, id, chars)
 	}
 	chunk, err := s.orch.WriteSession(ctx, req)
 	if err != nil {

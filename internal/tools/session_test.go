@@ -78,7 +78,7 @@ func TestTruncateSessionAroundTheBufferGap(t *testing.T) {
 var chunkLine = regexp.MustCompile(`(?m)^Chunk ID: [0-9a-f]{6}$`)
 var wallLine = regexp.MustCompile(`(?m)^Wall time: \d+\.\d{4} seconds$`)
 
-func sessionStruct(t *testing.T, r toolResult, raw json.RawMessage) sessionStructured {
+func sessionStruct(t *testing.T, _ toolResult, raw json.RawMessage) sessionStructured {
 	t.Helper()
 	var env struct {
 		StructuredContent sessionStructured `json:"structuredContent"`
@@ -136,7 +136,7 @@ func TestSessionToolsRoundTrip(t *testing.T) {
 		t.Errorf("no warning:\n%s", r.Content[0].Text)
 	}
 	id := *st.SessionID
-	r, raw = c.callRaw("write_stdin", map[string]any{"process_id": st.ProcessID, "input": "export FOO=bar; echo $FOO-ok\n", "yield_time_ms": 5000})
+	r, _ = c.callRaw("write_stdin", map[string]any{"process_id": st.ProcessID, "input": "export FOO=bar; echo $FOO-ok\n", "yield_time_ms": 5000})
 	if !strings.Contains(r.Content[0].Text, "bar-ok") || !strings.Contains(r.Content[0].Text, "Process running with session ID") {
 		t.Fatalf("write via aliases:\n%s", r.Content[0].Text)
 	}
@@ -211,6 +211,46 @@ func TestEvents(t *testing.T) {
 	}
 	if !found {
 		t.Error("no terminal_interaction event")
+	}
+	// Nothing is reported for calls that start nothing or deliver nothing.
+	c.callRaw("exec_command", map[string]any{"cmd": "true", "workdir": "nope"})
+	c.callRaw("write_stdin", map[string]any{"session_id": 4242, "chars": "lost\n"})
+	for len(c.notes) > 0 {
+		n := <-c.notes
+		var p map[string]any
+		_ = json.Unmarshal(n.Params, &p)
+		if p["type"] == "exec_begin" || p["type"] == "terminal_interaction" {
+			t.Errorf("event for a call that did nothing: %v", p)
+		}
+	}
+}
+
+// Review #2: deltas stay within 8 KiB after replacement, invalid runs do
+// not stall the stream, the end flushes a pending byte, and nothing is
+// kept once the cap is reached.
+func TestDeltasWithInvalidBytes(t *testing.T) {
+	var got []string
+	e := &commandEvents{pending: map[orchestrator.Stream][]byte{}, emit: func(typ string, f eventParams) {
+		if typ == "exec_output_delta" {
+			got = append(got, f["chunk"].(string))
+		}
+	}}
+	e.observe(orchestrator.Stdout, []byte(strings.Repeat("\x80", 20000)+"hello-after"))
+	e.observe(orchestrator.Stdout, []byte("abc\xe2"))
+	e.end(0, 0, false)
+	all := strings.Join(got, "")
+	for _, g := range got {
+		if len(g) > maxDeltaBytes {
+			t.Fatalf("delta of %d bytes", len(g))
+		}
+	}
+	if !strings.Contains(all, "hello-after") || !strings.HasSuffix(all, "abc\uFFFD") || strings.Count(all, "\uFFFD") != 20001 {
+		t.Fatalf("stream lost or kept bytes: %d deltas, tail %q", len(got), all[len(all)-20:])
+	}
+	e.sent = maxDeltas
+	e.observe(orchestrator.Stdout, make([]byte, 1<<20))
+	if len(e.pending[orchestrator.Stdout]) != 0 {
+		t.Fatalf("%d bytes kept after the cap", len(e.pending[orchestrator.Stdout]))
 	}
 }
 

@@ -140,7 +140,7 @@ func (s *Server) exec(ctx context.Context, c *toolCall, req orchestrator.ExecReq
 	ev := s.events(ctx, c)
 	if ev != nil {
 		cwd, _ := s.orch.ResolveWorkdir(req.Workdir)
-		ev.begin(req.Argv, cwd, s.orch)
+		req.OnStart = func() { ev.begin(req.Argv, cwd, s.orch) }
 		req.Output = both(req.Output, ev.observe)
 	}
 	res, err := s.orch.Exec(ctx, req)
