@@ -13,14 +13,15 @@ const module = "github.com/execd/execd"
 // may depend on (STYLE §1: leaves import nothing of ours; interfaces
 // belong to the consumer). The reason for each row is in its comment.
 var allowedInternal = map[string][]string{
-	"rpc":      nil, // JSON-RPC framing knows nothing of tools or processes
-	"reaper":   nil, // a leaf: owns processes, takes no logger
-	"sandbox":  nil, // a leaf: restrictions and platform facts
-	"proctest": nil, // test helper
+	"rpc":       nil,        // JSON-RPC framing knows nothing of tools or processes
+	"procfs":    nil,        // reads /proc for the leaves below
+	"reaper":    {"procfs"}, // owns processes, takes no logger
+	"sandbox":   nil,        // restrictions and platform facts
+	"procstore": nil,        // the session table and output buffers
+	"ptyio":     {"procfs"}, // terminals, and whether one waits for input
+	"proctest":  {"procfs"}, // test helper: finds processes by marker
 	// test helper: runs a test binary under the process's one Reaper
 	"reaper/reapertest": {"reaper"},
-	"procstore":         nil, // sessions table (issue #3)
-	"ptyio":             nil, // terminals (issue #3)
 	// orchestrator runs commands through the leaves; it never speaks MCP.
 	"orchestrator": {"reaper", "sandbox", "procstore", "ptyio"},
 	// tools speaks MCP; it uses sandbox only for its error and mode types.

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/execd/execd/internal/procfs"
 )
 
 // Find returns the pids of live (non-zombie) processes whose command line
@@ -33,23 +35,12 @@ func Find(marker string) []int {
 		if err != nil || !bytes.Contains(bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}), []byte(marker)) {
 			continue
 		}
-		if zombie(e.Name()) {
+		if st, err := procfs.ReadStat(pid); err != nil || st.Zombie() {
 			continue
 		}
 		pids = append(pids, pid)
 	}
 	return pids
-}
-
-func zombie(pid string) bool {
-	stat, err := os.ReadFile("/proc/" + pid + "/stat")
-	if err != nil {
-		return true // gone
-	}
-	// The state follows the parenthesised command name, which may contain
-	// spaces and parentheses itself.
-	i := bytes.LastIndexByte(stat, ')')
-	return i < 0 || i+2 >= len(stat) || stat[i+2] == 'Z'
 }
 
 // Gone waits up to limit for every process whose command line contains

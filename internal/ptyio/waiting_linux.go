@@ -10,6 +10,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/execd/execd/internal/procfs"
 )
 
 // maxWalk bounds the processes examined by one probe.
@@ -61,27 +63,6 @@ const (
 	waitingChild              // asleep waiting for a child to change state
 )
 
-// procStat is what /proc/PID/stat tells a probe.
-type procStat struct {
-	state byte
-	pgrp  int
-}
-
-func readStat(pid int) (procStat, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return procStat{}, false
-	}
-	// The fields after the parenthesised name, which may contain spaces.
-	i := bytes.LastIndexByte(b, ')')
-	f := bytes.Fields(b[i+1:])
-	if i < 0 || len(f) < 3 {
-		return procStat{}, false
-	}
-	pgrp, err := strconv.Atoi(string(f[2]))
-	return procStat{state: f[0][0], pgrp: pgrp}, err == nil
-}
-
 // haveChildFiles reports whether the kernel has /proc/PID/task/TID/children.
 func haveChildFiles() bool {
 	self := strconv.Itoa(os.Getpid())
@@ -102,11 +83,11 @@ func groupMembers(leader, pgrp int) []int {
 			continue
 		}
 		seen[pid] = true
-		st, ok := readStat(pid)
-		if !ok || st.state == 'Z' || st.state == 'X' {
+		st, err := procfs.ReadStat(pid)
+		if err != nil || st.Zombie() {
 			continue
 		}
-		if st.pgrp == pgrp {
+		if st.PGRP == pgrp {
 			members = append(members, pid)
 		}
 		queue = append(queue, children(pid)...)
@@ -138,27 +119,18 @@ func children(pid int) []int {
 
 // scanGroup finds pgrp's live members by reading every process's stat.
 func scanGroup(pgrp int) []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
 	var members []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if st, ok := readStat(pid); ok && st.pgrp == pgrp && st.state != 'Z' && st.state != 'X' {
+	_ = procfs.Each(func(pid int, s procfs.Stat) {
+		if s.PGRP == pgrp && !s.Zombie() {
 			members = append(members, pid)
 		}
-	}
+	})
 	return members
 }
 
 // memberState tells what pid's main thread sleeps in.
 func (p *Pty) memberState(pid int) state {
-	st, ok := readStat(pid)
-	if !ok || st.state != 'S' {
+	if st, err := procfs.ReadStat(pid); err != nil || st.State != 'S' {
 		return busy
 	}
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/syscall")

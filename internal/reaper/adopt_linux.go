@@ -8,6 +8,8 @@ import (
 	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/execd/execd/internal/procfs"
 )
 
 // becomeSubreaper makes orphaned descendants re-parent to this process
@@ -71,63 +73,27 @@ func listChildren() []int {
 // parent of every process in /proc: slower than listChildren, for kernels
 // without children files.
 func scanChildren() []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
 	self := os.Getpid()
 	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
+	_ = procfs.Each(func(pid int, s procfs.Stat) {
+		if s.PPID == self {
+			pids = append(pids, pid)
 		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue // exited meanwhile
-		}
-		// The parent is the 2nd field after the parenthesised name, which
-		// may itself contain spaces and parentheses.
-		i := bytes.LastIndexByte(stat, ')')
-		if f := bytes.Fields(stat[i+1:]); i >= 0 && len(f) > 1 {
-			if ppid, err := strconv.Atoi(string(f[1])); err == nil && ppid == self {
-				pids = append(pids, pid)
-			}
-		}
-	}
+	})
 	return pids
 }
 
 // sessionGroups returns the process groups of the live processes whose
 // session id is sid.
 func sessionGroups(sid int) []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
 	seen := map[int]bool{}
 	var groups []int
-	for _, e := range entries {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
+	_ = procfs.Each(func(_ int, s procfs.Stat) {
+		if s.Session == sid && !s.Zombie() && !seen[s.PGRP] {
+			seen[s.PGRP] = true
+			groups = append(groups, s.PGRP)
 		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// After the parenthesised name: state ppid pgrp session ...
-		i := bytes.LastIndexByte(stat, ')')
-		f := bytes.Fields(stat[i+1:])
-		if i < 0 || len(f) < 4 {
-			continue
-		}
-		pgrp, err1 := strconv.Atoi(string(f[2]))
-		session, err2 := strconv.Atoi(string(f[3]))
-		if err1 == nil && err2 == nil && session == sid && !seen[pgrp] {
-			seen[pgrp] = true
-			groups = append(groups, pgrp)
-		}
-	}
+	})
 	return groups
 }
 

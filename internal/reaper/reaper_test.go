@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/execd/execd/internal/procfs"
 	"github.com/execd/execd/internal/proctest"
 )
 
@@ -274,12 +275,7 @@ func TestScanChildrenMatchesChildrenFiles(t *testing.T) {
 func zombieChildren() []int {
 	var z []int
 	for _, pid := range listChildren() {
-		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		if err != nil {
-			continue
-		}
-		s := string(stat)
-		if f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:]); len(f) > 0 && f[0] == "Z" {
+		if s, err := procfs.ReadStat(pid); err == nil && s.State == 'Z' {
 			z = append(z, pid)
 		}
 	}
@@ -287,14 +283,11 @@ func zombieChildren() []int {
 }
 
 func parentOf(pid int) int {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	s, err := procfs.ReadStat(pid)
 	if err != nil {
 		return -1
 	}
-	s := string(stat)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	ppid, _ := strconv.Atoi(fields[1])
-	return ppid
+	return s.PPID
 }
 
 func exists(pid int) bool {

@@ -283,3 +283,24 @@ func TestDeltasAreBoundedAndKeepCharacters(t *testing.T) {
 		t.Fatalf("%d deltas, want the cap %d", len(got), maxDeltas)
 	}
 }
+
+func TestSessionProgress(t *testing.T) {
+	c := startServer(t)
+	f := c.request("tools/call", map[string]any{
+		"name":      "exec_command",
+		"arguments": map[string]any{"cmd": "for i in 1 2 3 4; do echo step $i; sleep 0.15; done", "yield_time_ms": 5000},
+		"_meta":     map[string]any{"progressToken": 7},
+	})
+	if f.Error != nil {
+		t.Fatal(f.Error)
+	}
+	n := 0
+	for len(c.notes) > 0 {
+		if note := <-c.notes; note.Method == "notifications/progress" && strings.Contains(string(note.Params), `"progressToken":7`) {
+			n++
+		}
+	}
+	if n == 0 {
+		t.Fatal("no progress for an exec_command that printed for 600 ms")
+	}
+}

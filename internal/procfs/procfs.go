@@ -1,0 +1,86 @@
+// Package procfs reads what execd needs from Linux's /proc: which
+// processes exist and, for each, its state, parent, process group and
+// session. It only reads. Where there is no /proc (macOS) every function
+// returns an error. It is safe for concurrent use.
+package procfs
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+)
+
+// Stat is the part of /proc/PID/stat execd uses.
+type Stat struct {
+	State   byte // R, S, D, Z, X, ...
+	PPID    int
+	PGRP    int
+	Session int
+}
+
+// Zombie reports whether the process has exited and awaits its parent's
+// wait (or is being torn down).
+func (s Stat) Zombie() bool { return s.State == 'Z' || s.State == 'X' }
+
+// ReadStat reads /proc/PID/stat.
+func ReadStat(pid int) (Stat, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return Stat{}, err
+	}
+	return parseStat(b)
+}
+
+// parseStat parses a stat line. The command name is in parentheses and
+// may itself contain spaces and parentheses, so the fields are counted
+// from the last ')'.
+func parseStat(b []byte) (Stat, error) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return Stat{}, errors.New("procfs: malformed stat: no command name")
+	}
+	f := bytes.Fields(b[i+1:]) // state ppid pgrp session ...
+	if len(f) < 4 || len(f[0]) != 1 {
+		return Stat{}, fmt.Errorf("procfs: malformed stat: %d fields after the name", len(f))
+	}
+	s := Stat{State: f[0][0]}
+	var err error
+	for j, dst := range []*int{&s.PPID, &s.PGRP, &s.Session} {
+		if *dst, err = strconv.Atoi(string(f[j+1])); err != nil {
+			return Stat{}, fmt.Errorf("procfs: malformed stat: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// PIDs lists the processes in /proc.
+func PIDs() ([]int, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	pids := make([]int, 0, len(entries))
+	for _, e := range entries {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids, nil
+}
+
+// Each calls f for every process whose stat can be read; processes that
+// exit meanwhile are skipped.
+func Each(f func(pid int, s Stat)) error {
+	pids, err := PIDs()
+	if err != nil {
+		return err
+	}
+	for _, pid := range pids {
+		if s, err := ReadStat(pid); err == nil {
+			f(pid, s)
+		}
+	}
+	return nil
+}
