@@ -160,8 +160,9 @@ func (s *session) Exited() bool {
 // StartSession starts req.Argv and waits until it exits, the yield
 // passes, or — with a terminal — it waits for input (SPEC §4.3, §4.4).
 // A command still running then becomes a session in the store; when that
-// evicts another session, the evicted one's group is killed. When ctx
-// ends first the command is killed: nobody would learn its session id.
+// evicts another session, the evicted one is killed (its terminal hung up,
+// every group of its session signalled). When ctx ends first the command
+// is killed the same way: nobody would learn its session id.
 //
 // Errors are those of Exec; no process was started then.
 func (o *Orchestrator) StartSession(ctx context.Context, req SessionRequest) (*Chunk, error) {
