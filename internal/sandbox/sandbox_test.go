@@ -19,23 +19,42 @@ func TestParseMode(t *testing.T) {
 	}
 }
 
-func TestCheckFailsClosedForEnforcedModes(t *testing.T) {
-	for _, m := range []Mode{ReadOnly, WorkspaceWrite} {
-		err := Check(m)
-		var ue *UnavailableError
-		if !errors.As(err, &ue) || ue.Mode != m {
-			t.Fatalf("Check(%s) = %v, want *UnavailableError", m, err)
-		}
-		msg := err.Error()
-		for _, want := range []string{string(m), "not available on this build", "danger-full-access"} {
-			if !strings.Contains(msg, want) {
-				t.Errorf("Check(%s) message %q lacks %q", m, msg, want)
-			}
-		}
+func TestCheck(t *testing.T) {
+	full := Support{OS: "linux", Landlock: 7, Seccomp: true, UserNS: true}
+	tests := []struct {
+		name string
+		sup  Support
+		mode Mode
+		want []string // in the error; nil means no error
+	}{
+		{"full support", full, WorkspaceWrite, nil},
+		{"no user namespaces is not fatal", Support{OS: "linux", Landlock: 1, Seccomp: true}, ReadOnly, nil},
+		{"no Landlock", Support{OS: "linux", Seccomp: true}, WorkspaceWrite, []string{"workspace-write", "lacks Landlock", "danger-full-access"}},
+		{"no seccomp", Support{OS: "linux", Landlock: 3, SeccompErr: "kernel without seccomp"}, ReadOnly, []string{"read-only", "lacks seccomp filters (kernel without seccomp)"}},
+		{"neither", Support{OS: "linux"}, ReadOnly, []string{"Landlock", " and seccomp"}},
+		{"macOS without sandbox-exec", Support{OS: "darwin"}, ReadOnly, []string{"sandbox-exec"}},
+		{"macOS", Support{OS: "darwin", Seatbelt: true}, WorkspaceWrite, nil},
+		{"other platforms", Support{OS: "plan9"}, WorkspaceWrite, []string{"no sandbox for plan9"}},
+		{"danger-full-access needs nothing", Support{OS: "plan9"}, DangerFullAccess, nil},
+		{"external-sandbox needs nothing", Support{OS: "linux"}, ExternalSandbox, nil},
 	}
-	for _, m := range []Mode{DangerFullAccess, ExternalSandbox} {
-		if err := Check(m); err != nil {
-			t.Errorf("Check(%s) = %v, want nil", m, err)
+	for _, tt := range tests {
+		err := tt.sup.Check(tt.mode)
+		if tt.want == nil {
+			if err != nil {
+				t.Errorf("%s: Check(%s) = %v, want nil", tt.name, tt.mode, err)
+			}
+			continue
+		}
+		var ue *UnavailableError
+		if !errors.As(err, &ue) || ue.Mode != tt.mode {
+			t.Errorf("%s: Check(%s) = %v, want *UnavailableError", tt.name, tt.mode, err)
+			continue
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %q lacks %q", tt.name, err, w)
+			}
 		}
 	}
 }
@@ -48,5 +67,41 @@ func TestUnavailableSuggestsExternalSandboxInContainers(t *testing.T) {
 	e.InContainer = false
 	if strings.Contains(e.Error(), "runs in a container") {
 		t.Errorf("message outside a container %q claims a container", e.Error())
+	}
+}
+
+func TestDescribeWarnsAboutProtectedPaths(t *testing.T) {
+	d := Support{OS: "linux", Kernel: "6.1", Landlock: 3, Seccomp: true, UserNSErr: "operation not permitted"}.Describe()
+	for _, w := range []string{"6.1", "ABI 3", "operation not permitted", "protected paths are not enforced"} {
+		if !strings.Contains(d, w) {
+			t.Errorf("Describe() = %q lacks %q", d, w)
+		}
+	}
+}
+
+// COMPAT-CASES §17.9 (54), with execd's own sandbox names.
+func TestLooksDenied(t *testing.T) {
+	tests := []struct {
+		sandboxed bool
+		code      int
+		output    string
+		want      bool
+	}{
+		{true, 1, "", false},
+		{true, 1, "Operation not permitted\n", true},
+		{true, 127, "bash: foo: command not found", false},
+		{false, 1, "Operation not permitted", false},
+		{true, 101, "cargo: failed: Read-only file system (os error 30)", true},
+		{true, 0, "Operation not permitted", false},
+		{true, 159, "", true},
+		{true, 1, "touch: cannot touch '/etc/x': Permission denied", true},
+		{true, 2, "ls: cannot access 'x': No such file or directory", false},
+		{true, 126, "bash: ./x: Permission denied", true},
+		{true, 1, "LANDLOCK says no", true},
+	}
+	for _, tt := range tests {
+		if got := LooksDenied(tt.sandboxed, tt.code, tt.output); got != tt.want {
+			t.Errorf("LooksDenied(%v, %d, %q) = %v, want %v", tt.sandboxed, tt.code, tt.output, got, tt.want)
+		}
 	}
 }

@@ -1,0 +1,108 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// The helper's descriptors (ExtraFiles 0 and 1).
+const (
+	policyFD = 3
+	statusFD = 4
+)
+
+// setupExitCode is the helper's exit status when setup fails; the status
+// pipe says why.
+const setupExitCode = 125
+
+// HelperMain runs the sandbox helper: it enforces the policy on fd 3 on
+// itself and execs the command, or reports a SetupError on fd 4 and
+// returns setupExitCode. main calls it, before anything else, when the
+// first argument is HelperArg.
+func HelperMain() int {
+	// One thread does the whole setup, so that per-thread state (the
+	// no_new_privs bit, ambient capabilities) is where execve happens.
+	runtime.LockOSThread()
+	if _, err := unix.FcntlInt(statusFD, unix.F_GETFD, 0); err != nil {
+		return setupExitCode // not started by execd: nothing to report to
+	}
+	status := os.NewFile(statusFD, "status")
+	unix.CloseOnExec(statusFD) // EOF on exec is the success signal
+	stage, err := runHelper()
+	report(status, stage, err)
+	return setupExitCode
+}
+
+// runHelper only returns on failure, with the stage that failed.
+func runHelper() (string, error) {
+	p, err := readPolicy()
+	if err != nil {
+		return "policy", err
+	}
+	if p.Namespaces {
+		if err := protect(p.Protected); err != nil {
+			return "mount", err
+		}
+		// CAP_SYS_ADMIN came as an ambient capability for the mounts; the
+		// command must not inherit it.
+		if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
+			return "capabilities", err
+		}
+	}
+	if err := os.Chdir(p.Dir); err != nil {
+		return "chdir", err
+	}
+	if err := restrictFS(p); err != nil {
+		return "landlock", err
+	}
+	if err := installFilter(p.Network); err != nil {
+		return "seccomp", err
+	}
+	err = syscall.Exec(p.Path, p.Argv, p.Env)
+	return "exec", fmt.Errorf("%s: %w", p.Path, err)
+}
+
+func readPolicy() (*Policy, error) {
+	f := os.NewFile(policyFD, "policy")
+	if f == nil {
+		return nil, errors.New("no policy descriptor")
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return nil, err
+	}
+	var p Policy
+	if err := json.Unmarshal(b, &p); err != nil {
+		return nil, fmt.Errorf("decode: %w", err)
+	}
+	if !p.Mode.Enforced() || p.Path == "" || len(p.Argv) == 0 || p.Dir == "" {
+		return nil, fmt.Errorf("incomplete policy (mode %q, path %q, %d args, dir %q)", p.Mode, p.Path, len(p.Argv), p.Dir)
+	}
+	return &p, nil
+}
+
+// wireError is a SetupError on the status pipe.
+type wireError struct {
+	Stage   string `json:"stage"`
+	Message string `json:"message"`
+	Errno   int    `json:"errno,omitempty"`
+}
+
+func report(status *os.File, stage string, err error) {
+	w := wireError{Stage: stage, Message: err.Error()}
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		w.Errno = int(errno)
+	}
+	b, _ := json.Marshal(w)
+	_, _ = status.Write(b) // the parent reads until EOF
+	_ = status.Close()
+}

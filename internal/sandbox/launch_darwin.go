@@ -1,0 +1,37 @@
+package sandbox
+
+import (
+	"os"
+	"os/exec"
+	"time"
+)
+
+const sandboxExec = "/usr/bin/sandbox-exec"
+
+// Probe reports whether sandbox-exec is available.
+func Probe(Starter) Support {
+	_, err := os.Stat(sandboxExec)
+	return Support{OS: "darwin", Seatbelt: err == nil}
+}
+
+// Launch needs no handshake on macOS: sandbox-exec applies the profile
+// and execs the command itself.
+type Launch struct{}
+
+// Wrap runs cmd under sandbox-exec with the profile of p. Protected paths
+// and the network are in the profile; there are no namespaces.
+func Wrap(cmd *exec.Cmd, p Policy, _ Support) (*Launch, error) {
+	p.WritableRoots = append([]string(nil), p.WritableRoots...)
+	args := append([]string{"sandbox-exec", "-p", SeatbeltProfile(p), "--", cmd.Path}, cmd.Args[1:]...)
+	cmd.Path, cmd.Args = sandboxExec, args
+	return &Launch{}, nil
+}
+
+// Started does nothing.
+func (*Launch) Started() {}
+
+// Await returns at once.
+func (*Launch) Await(time.Duration) error { return nil }
+
+// HelperMain is not used on macOS.
+func HelperMain() int { return 125 }

@@ -1,0 +1,118 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Launch is a command started through the helper, up to its exec.
+type Launch struct {
+	policy  *os.File // the memfd holding the policy (the child reads its copy)
+	status  *os.File // read end of the status pipe
+	statusW *os.File
+}
+
+// Wrap turns cmd (its Path, Args, Env and Dir, its stdio and SysProcAttr
+// unchanged) into an invocation of the helper that enforces p and then
+// execs cmd. Start cmd as usual, call Started, then Await: the command
+// runs only when Await returns nil. With sup.UserNS the helper runs in
+// new namespaces when p protects paths or cuts the network.
+func Wrap(cmd *exec.Cmd, p Policy, sup Support) (*Launch, error) {
+	p.Path, p.Argv, p.Dir, p.Env = cmd.Path, cmd.Args, cmd.Dir, cmd.Env
+	if p.Dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, err
+		}
+		p.Dir = wd
+	}
+	p.Namespaces = sup.UserNS && (len(p.Protected) > 0 || !p.Network)
+	if !p.Namespaces {
+		p.Protected = nil // nothing can enforce them (doctor says so)
+	}
+	policy, err := policyFile(&p)
+	if err != nil {
+		return nil, err
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		policy.Close()
+		return nil, fmt.Errorf("status pipe: %w", err)
+	}
+	cmd.Path = "/proc/self/exe" // this binary, even if replaced on disk since
+	cmd.Args = []string{"execd-sandbox", HelperArg}
+	cmd.Env = []string{} // the command's environment is in the policy
+	cmd.Dir = ""
+	cmd.ExtraFiles = []*os.File{policy, w} // fds 3 and 4
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	if p.Namespaces {
+		addNamespaces(cmd.SysProcAttr, p.Network)
+	}
+	return &Launch{policy: policy, status: r, statusW: w}, nil
+}
+
+// policyFile writes the policy into an anonymous memory file, which any
+// size fits and the child reads from the start.
+func policyFile(p *Policy) (*os.File, error) {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return nil, err
+	}
+	fd, err := unix.MemfdCreate("execd-policy", unix.MFD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("memfd: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), "execd-policy")
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// Started closes the parent's copies of the helper's descriptors; call it
+// once Start has returned, whether or not it succeeded.
+func (l *Launch) Started() {
+	_ = l.policy.Close()
+	_ = l.statusW.Close()
+}
+
+// Await waits until the helper has exec'd the command (nil) or reported
+// why it could not (*SetupError). After timeout it gives up with an
+// error; the caller then kills the process.
+func (l *Launch) Await(timeout time.Duration) error {
+	defer l.status.Close()
+	_ = l.status.SetReadDeadline(time.Now().Add(timeout))
+	b, err := io.ReadAll(l.status)
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return &SetupError{Stage: "start", Err: fmt.Errorf("the sandbox helper did not start the command within %v", timeout)}
+	case err != nil:
+		return &SetupError{Stage: "start", Err: err}
+	case len(b) == 0:
+		return nil
+	}
+	var w wireError
+	if json.Unmarshal(b, &w) != nil {
+		return &SetupError{Stage: "start", Err: fmt.Errorf("unreadable report from the sandbox helper: %q", b)}
+	}
+	var cause error = errors.New(w.Message)
+	if w.Errno != 0 {
+		cause = fmt.Errorf("%s: %w", w.Message, syscall.Errno(w.Errno))
+	}
+	return &SetupError{Stage: w.Stage, Err: cause}
+}

@@ -1,0 +1,40 @@
+package sandbox
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestSeatbeltProfile(t *testing.T) {
+	ro := SeatbeltProfile(Policy{Mode: ReadOnly})
+	ws := SeatbeltProfile(Policy{Mode: WorkspaceWrite, WritableRoots: []string{"/w", `/odd "dir"`},
+		Protected: []string{"/w/.git", "/elsewhere/gitdir"}})
+	net := SeatbeltProfile(Policy{Mode: WorkspaceWrite, Network: true, WritableRoots: []string{"/w"}})
+	tests := []struct {
+		name, profile string
+		has, lacks    []string
+	}{
+		{"read-only", ro,
+			[]string{"(version 1)\n(deny default)\n", "(allow file-read*)", `(literal "/dev/null")`},
+			[]string{"subpath", "network"}},
+		{"workspace-write", ws,
+			[]string{
+				"(allow file-write* (require-all (subpath \"/w\")\n  (require-not (literal \"/w/.git\")) (require-not (subpath \"/w/.git\"))))\n",
+				"(allow file-write* (subpath \"/odd \\\"dir\\\"\"))\n",
+			},
+			[]string{"/elsewhere", "network"}},
+		{"network", net, []string{"(allow network*)", "(allow file-write* (subpath \"/w\"))"}, nil},
+	}
+	for _, tt := range tests {
+		for _, h := range tt.has {
+			if !strings.Contains(tt.profile, h) {
+				t.Errorf("%s profile lacks %q:\n%s", tt.name, h, tt.profile)
+			}
+		}
+		for _, l := range tt.lacks {
+			if strings.Contains(tt.profile, l) {
+				t.Errorf("%s profile has %q:\n%s", tt.name, l, tt.profile)
+			}
+		}
+	}
+}

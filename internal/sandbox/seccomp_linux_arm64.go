@@ -1,0 +1,17 @@
+package sandbox
+
+import "golang.org/x/sys/unix"
+
+const (
+	nativeArch    = unix.AUDIT_ARCH_AARCH64
+	x32Bit        = 0 // no such ABI
+	sysSocketpair = unix.SYS_SOCKETPAIR
+	sysSendto     = unix.SYS_SENDTO
+)
+
+var (
+	alwaysDenied  = []uint32{unix.SYS_PTRACE, unix.SYS_IO_URING_SETUP, unix.SYS_IO_URING_ENTER, unix.SYS_IO_URING_REGISTER}
+	networkDenied = []uint32{unix.SYS_SOCKET, unix.SYS_CONNECT, unix.SYS_BIND, unix.SYS_LISTEN, unix.SYS_ACCEPT,
+		unix.SYS_ACCEPT4, unix.SYS_SENDMMSG, unix.SYS_RECVMMSG, unix.SYS_GETSOCKOPT,
+		unix.SYS_SETSOCKOPT, unix.SYS_GETPEERNAME, unix.SYS_GETSOCKNAME, unix.SYS_SHUTDOWN}
+)

@@ -1,0 +1,105 @@
+//go:build linux && (amd64 || arm64)
+
+package sandbox
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+)
+
+// call is a system call as the filter sees it.
+type call struct {
+	name string
+	arch uint32
+	nr   uint32
+	args [6]uint64
+}
+
+// decide runs the filter on c in x/net/bpf's VM. The VM loads words big
+// endian and the kernel in the machine's order (little endian here), so
+// each 32-bit half is stored big endian at the offset where the kernel
+// finds it.
+func decide(t *testing.T, prog []bpf.Instruction, c call) uint32 {
+	t.Helper()
+	vm, err := bpf.NewVM(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := make([]byte, 64)
+	binary.BigEndian.PutUint32(data[offNR:], c.nr)
+	binary.BigEndian.PutUint32(data[offArch:], c.arch)
+	for i, a := range c.args {
+		binary.BigEndian.PutUint32(data[offArg0+8*i:], uint32(a))
+		binary.BigEndian.PutUint32(data[offArg0+8*i+4:], uint32(a>>32))
+	}
+	ret, err := vm.Run(data)
+	if err != nil {
+		t.Fatalf("%s: %v", c.name, err)
+	}
+	return uint32(ret)
+}
+
+func TestFilter(t *testing.T) {
+	native := func(name string, nr uint32, args ...uint64) call {
+		c := call{name: name, arch: nativeArch, nr: nr}
+		copy(c.args[:], args)
+		return c
+	}
+	const dgram, stream, seqpacket = unix.SOCK_DGRAM, unix.SOCK_STREAM, unix.SOCK_SEQPACKET
+	tests := []struct {
+		c             call
+		netOff, netOn uint32
+	}{
+		{native("read", unix.SYS_READ), retAllow, retAllow},
+		{native("write", unix.SYS_WRITE), retAllow, retAllow},
+		{call{name: "i386 read (int 0x80)", arch: unix.AUDIT_ARCH_I386, nr: 3}, retEPERM, retEPERM},
+		{call{name: "arm read", arch: unix.AUDIT_ARCH_ARM, nr: 3}, retEPERM, retEPERM},
+		{native("ptrace", unix.SYS_PTRACE), retEPERM, retEPERM},
+		{native("io_uring_setup", unix.SYS_IO_URING_SETUP), retEPERM, retEPERM},
+		{native("io_uring_enter", unix.SYS_IO_URING_ENTER), retEPERM, retEPERM},
+		{native("io_uring_register", unix.SYS_IO_URING_REGISTER), retEPERM, retEPERM},
+		{native("socket(AF_INET)", unix.SYS_SOCKET, unix.AF_INET, stream), retEPERM, retAllow},
+		{native("socket(AF_UNIX)", unix.SYS_SOCKET, unix.AF_UNIX, stream), retEPERM, retAllow},
+		{native("connect", unix.SYS_CONNECT), retEPERM, retAllow},
+		{native("bind", unix.SYS_BIND), retEPERM, retAllow},
+		{native("listen", unix.SYS_LISTEN), retEPERM, retAllow},
+		{native("accept", unix.SYS_ACCEPT), retEPERM, retAllow},
+		{native("accept4", unix.SYS_ACCEPT4), retEPERM, retAllow},
+		{native("sendmmsg", unix.SYS_SENDMMSG), retEPERM, retAllow},
+		{native("recvmmsg", unix.SYS_RECVMMSG), retEPERM, retAllow},
+		{native("getsockopt", unix.SYS_GETSOCKOPT), retEPERM, retAllow},
+		{native("setsockopt", unix.SYS_SETSOCKOPT), retEPERM, retAllow},
+		{native("getpeername", unix.SYS_GETPEERNAME), retEPERM, retAllow},
+		{native("getsockname", unix.SYS_GETSOCKNAME), retEPERM, retAllow},
+		{native("shutdown", unix.SYS_SHUTDOWN), retEPERM, retAllow},
+		{native("sendto with an address", unix.SYS_SENDTO, 3, 0, 1, 0, 0x7ffd0000, 16), retEPERM, retAllow},
+		{native("sendto with an address above 4 GiB", unix.SYS_SENDTO, 3, 0, 1, 0, 0x7ffd_0000_0000, 16), retEPERM, retAllow},
+		{native("send (sendto without an address)", unix.SYS_SENDTO, 3, 0, 1, 0, 0, 0), retAllow, retAllow},
+		{native("socketpair(AF_UNIX, SOCK_STREAM)", unix.SYS_SOCKETPAIR, unix.AF_UNIX, stream), retAllow, retAllow},
+		{native("socketpair(AF_UNIX, SOCK_SEQPACKET|SOCK_CLOEXEC)", unix.SYS_SOCKETPAIR, unix.AF_UNIX, seqpacket|unix.SOCK_CLOEXEC), retAllow, retAllow},
+		{native("socketpair(AF_UNIX, SOCK_DGRAM)", unix.SYS_SOCKETPAIR, unix.AF_UNIX, dgram), retEPERM, retAllow},
+		{native("socketpair(AF_UNIX, SOCK_DGRAM|SOCK_NONBLOCK)", unix.SYS_SOCKETPAIR, unix.AF_UNIX, dgram|unix.SOCK_NONBLOCK), retEPERM, retAllow},
+		{native("socketpair(AF_INET, SOCK_STREAM)", unix.SYS_SOCKETPAIR, unix.AF_INET, stream), retEPERM, retAllow},
+		{native("socketpair(AF_INET with AF_UNIX in the high half)", unix.SYS_SOCKETPAIR, unix.AF_INET|unix.AF_UNIX<<32, stream), retEPERM, retAllow},
+		{native("recvfrom", unix.SYS_RECVFROM), retAllow, retAllow},
+		{native("sendmsg", unix.SYS_SENDMSG), retAllow, retAllow},
+	}
+	if x32Bit != 0 {
+		tests = append(tests, struct {
+			c             call
+			netOff, netOn uint32
+		}{native("x32 read", x32Bit|unix.SYS_READ), retEPERM, retEPERM})
+	}
+	off, on := filter(false), filter(true)
+	for _, tt := range tests {
+		if got := decide(t, off, tt.c); got != tt.netOff {
+			t.Errorf("network off: %s = %#x, want %#x", tt.c.name, got, tt.netOff)
+		}
+		if got := decide(t, on, tt.c); got != tt.netOn {
+			t.Errorf("network on: %s = %#x, want %#x", tt.c.name, got, tt.netOn)
+		}
+	}
+}
