@@ -19,9 +19,19 @@ type cliResult struct {
 
 func runCLI(t *testing.T, config string, args ...string) cliResult {
 	t.Helper()
+	return runCLIWith(t, config, nil, args...)
+}
+
+// runCLIWith runs execd with its config and arguments; wrap, if set, may
+// change the command first.
+func runCLIWith(t *testing.T, config string, wrap func(*exec.Cmd), args ...string) cliResult {
+	t.Helper()
 	cmd, _ := execdCmd(t, config)
 	// execdCmd puts --config and --cwd first; the command name must lead.
 	cmd.Args = append([]string{cmd.Args[0]}, append(args[:1:1], append(cmd.Args[1:], args[1:]...)...)...)
+	if wrap != nil {
+		wrap(cmd)
+	}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -46,7 +56,7 @@ func TestRunCommand(t *testing.T) {
 	}{
 		{"output and exit code", fullAccess, []string{"run", "--", "sh", "-c", "echo out; echo err >&2; exit 7"}, 7, "out\n", "err\n"},
 		{"flags end at the command", fullAccess, []string{"run", "sh", "-c", "echo $0", "-x"}, 0, "-x\n", ""},
-		{"default sandbox refuses", "", []string{"run", "--", "echo", "hello"}, 126, "", "cannot be enforced"},
+		{"default sandbox", "", []string{"run", "--", "echo", "hello"}, 0, "hello\n", ""},
 		{"not found", fullAccess, []string{"run", "--", "no-such-program-xyz"}, 127, "", "command not found"},
 		{"timeout", fullAccess, []string{"run", "--timeout", "200ms", "--", "sleep", "5"}, 124, "", "timed out"},
 		{"signal", fullAccess, []string{"run", "--", "sh", "-c", "kill -TERM $$"}, 143, "", ""},
@@ -61,6 +71,24 @@ func TestRunCommand(t *testing.T) {
 					tt.args, r.code, r.stdout, r.stderr, tt.code, tt.stdout, tt.stderr)
 			}
 		})
+	}
+}
+
+// On a kernel without Landlock the default sandbox cannot be enforced:
+// the command is refused, never run unsandboxed (SPEC §8.3).
+func TestRunFailsClosedWithoutLandlock(t *testing.T) {
+	r := runCLIWith(t, "", withoutLandlock, "run", "--", "echo", "hello")
+	if r.code != 126 || r.stdout != "" || !strings.Contains(r.stderr, "cannot be enforced: this host lacks Landlock") ||
+		!strings.Contains(r.stderr, "danger-full-access") {
+		t.Errorf("without Landlock: %+v; want exit 126 and the refusal", r)
+	}
+	r = runCLIWith(t, "[sandbox]\nfail_closed = false\n", withoutLandlock, "run", "--", "echo", "hello")
+	if r.code != 0 || r.stdout != "hello\n" {
+		t.Errorf("without Landlock, fail_closed = false: %+v; want the command run", r)
+	}
+	r = runCLIWith(t, "", withoutLandlock, "doctor")
+	if r.code != 1 || !strings.Contains(r.stdout, "landlock:          not available") || !strings.Contains(r.stdout, "CANNOT BE ENFORCED") {
+		t.Errorf("doctor without Landlock: %+v; want exit 1 naming Landlock", r)
 	}
 }
 
@@ -84,7 +112,8 @@ func TestBadConfigExits2BeforeAnyOutput(t *testing.T) {
 		{fullAccess, []string{"serve", "--frobnicate"}, "unknown flag: --frobnicate"},
 		{fullAccess, []string{"serve", "--sandbox", "bogus"}, "flag --sandbox"},
 		{fullAccess, []string{"frobnicate"}, `unknown command "frobnicate"`},
-		{fullAccess, []string{"doctor"}, "not implemented in this build yet (issue #4)"},
+		{fullAccess, []string{"sandbox", "--mode", "nope", "--", "true"}, `--mode: unknown sandbox mode "nope"`},
+		{fullAccess, []string{"sandbox"}, "missing command"},
 	}
 	for _, tt := range tests {
 		r := runCLI(t, tt.config, tt.args...)

@@ -24,7 +24,8 @@ var allowedInternal = map[string][]string{
 	"reaper/reapertest": {"reaper"},
 	// orchestrator runs commands through the leaves; it never speaks MCP.
 	"orchestrator": {"reaper", "sandbox", "procstore", "ptyio"},
-	// tools speaks MCP; it uses sandbox only for its error and mode types.
+	// tools speaks MCP; it uses sandbox for its error and mode types and
+	// the denial guess.
 	"tools": {"rpc", "orchestrator", "sandbox", "procstore"},
 }
 

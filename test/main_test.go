@@ -28,6 +28,9 @@ var execdBin string
 const waitLimit = 15 * time.Second
 
 func TestMain(m *testing.M) {
+	if os.Getenv(denyLandlockEnv) != "" {
+		denyLandlockMain()
+	}
 	dir, err := os.MkdirTemp("", "execd-it-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -114,10 +114,12 @@ func TestSDKUnknownToolIsAProtocolError(t *testing.T) {
 	}
 }
 
-func TestSDKDefaultSandboxRefuses(t *testing.T) {
-	cs, work := startSDK(t, "") // defaults: workspace-write, fail_closed
+func TestSDKRefusesWithoutLandlock(t *testing.T) {
+	cmd, work := execdCmd(t, "") // defaults: workspace-write, fail_closed
+	withoutLandlock(cmd)
+	cs := connect(t, cmd, nil, &mcp.ClientSessionOptions{ProtocolVersion: "2025-06-18"})
 	res, text, st := callTool(t, cs, "shell_command", map[string]any{"command": "touch ran"})
-	if !res.IsError || st != nil || !strings.Contains(text, "not available on this build") {
+	if !res.IsError || st != nil || !strings.Contains(text, "this host lacks Landlock") {
 		t.Errorf("refusal: isError %v %q", res.IsError, text)
 	}
 	if _, err := readFileIn(work, "ran"); err == nil {

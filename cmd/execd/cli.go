@@ -40,8 +40,9 @@ func commands() []command {
 			}, run: runCmd},
 		{name: "check", args: "[--rules FILE]... [--pretty] -- CMD...", summary: "print the rules verdict for an argv", issue: 5},
 		{name: "apply-patch", args: "[--cwd DIR] [PATCH]", summary: "apply a patch", issue: 6},
-		{name: "sandbox", args: "[--mode M] [--network] [--writable DIR]... -- CMD...", summary: "run a command under the sandbox only", issue: 4},
-		{name: "doctor", summary: "report what this host supports", issue: 4},
+		{name: "sandbox", args: "[--mode M] [--network] [--writable DIR]... -- CMD...", summary: "run a command under the sandbox only",
+			flags: sandboxFlags, run: sandboxCmd},
+		{name: "doctor", summary: "report what this host supports", run: doctorCmd},
 		{name: "version", summary: "print version, commit and Go version", run: versionCmd},
 	}
 }

@@ -35,9 +35,13 @@ type config struct {
 	Cwd            string
 	ApprovalPolicy string
 	Sandbox        struct {
-		Mode          string
-		NetworkAccess bool
-		FailClosed    bool
+		Mode                string
+		WritableRoots       []string // absolute
+		NetworkAccess       bool
+		ExcludeTmpdirEnvVar bool
+		ExcludeSlashTmp     bool
+		ProtectedPaths      []string // names
+		FailClosed          bool
 	}
 	Env struct {
 		Inherit               string
@@ -112,6 +116,9 @@ func loadConfig(flags *pflag.FlagSet) (*config, error) {
 		return nil, configErrorf("cwd (%s): %v", l.source(k), err)
 	}
 	cfg.Cwd = cwd
+	if err := l.checkSandbox(cfg); err != nil {
+		return nil, err
+	}
 	if l.file != "" {
 		cfg.Files = []string{l.file}
 	}
@@ -562,7 +569,11 @@ func assign(v map[string]any) *config {
 	c.Cwd = v["cwd"].(string)
 	c.ApprovalPolicy = v["approval_policy"].(string)
 	c.Sandbox.Mode = v["sandbox.mode"].(string)
+	c.Sandbox.WritableRoots = v["sandbox.writable_roots"].([]string)
 	c.Sandbox.NetworkAccess = v["sandbox.network_access"].(bool)
+	c.Sandbox.ExcludeTmpdirEnvVar = v["sandbox.exclude_tmpdir_env_var"].(bool)
+	c.Sandbox.ExcludeSlashTmp = v["sandbox.exclude_slash_tmp"].(bool)
+	c.Sandbox.ProtectedPaths = v["sandbox.protected_paths"].([]string)
 	c.Sandbox.FailClosed = v["sandbox.fail_closed"].(bool)
 	c.Env.Inherit = v["shell_environment_policy.inherit"].(string)
 	c.Env.IgnoreDefaultExcludes = v["shell_environment_policy.ignore_default_excludes"].(bool)
@@ -579,4 +590,36 @@ func assign(v map[string]any) *config {
 	c.Log.Level = v["log.level"].(string)
 	c.Log.Format = v["log.format"].(string)
 	return c
+}
+
+// checkSandbox validates the sandbox paths: writable roots are existing
+// directories (relative ones resolve against cwd) and protected paths
+// are plain names, since they are looked up directly inside each root
+// (SPEC §8.2).
+func (l *loader) checkSandbox(cfg *config) error {
+	rootsKey, _ := lookupKey("sandbox.writable_roots")
+	for i, r := range cfg.Sandbox.WritableRoots {
+		if r == "" {
+			return configErrorf("sandbox.writable_roots (%s): entry %d is empty", l.source(rootsKey), i+1)
+		}
+		if !filepath.IsAbs(r) {
+			r = filepath.Join(cfg.Cwd, r)
+		}
+		fi, err := os.Stat(r)
+		switch {
+		case err != nil:
+			return configErrorf("sandbox.writable_roots (%s): %s: %v", l.source(rootsKey), r, errors.Unwrap(err))
+		case !fi.IsDir():
+			return configErrorf("sandbox.writable_roots (%s): %s is not a directory", l.source(rootsKey), r)
+		}
+		cfg.Sandbox.WritableRoots[i] = r
+	}
+	namesKey, _ := lookupKey("sandbox.protected_paths")
+	for _, n := range cfg.Sandbox.ProtectedPaths {
+		if n == "" || n == "." || n == ".." || strings.ContainsRune(n, '/') {
+			return configErrorf("sandbox.protected_paths (%s): %q is not a name: entries are names looked up directly inside each writable root, such as \".git\"",
+				l.source(namesKey), n)
+		}
+	}
+	return nil
 }

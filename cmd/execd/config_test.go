@@ -125,7 +125,12 @@ func TestConfigFileErrorsNameTheKey(t *testing.T) {
 		{"approval_policy = \"never\"", "approval_policy (config file"},
 		{"[sessions]\nmax = 0", "sessions.max (config file"},
 		{"[sessions]\nmax_poll_ms = 1000", "1000 is below the minimum 5000"},
-		{"[sandbox]\nwritable_roots = [\"/srv\"]", "(issue #4)"},
+		{"[sandbox]\nwritable_roots = [\"/nonexistent/root\"]", "sandbox.writable_roots (config file"},
+		{"[sandbox]\nwritable_roots = [\"/nonexistent/root\"]", "/nonexistent/root: no such file or directory"},
+		{"[sandbox]\nwritable_roots = [\"/etc/passwd\"]", "/etc/passwd is not a directory"},
+		{"[sandbox]\nwritable_roots = [\"\"]", "entry 1 is empty"},
+		{"[sandbox]\nprotected_paths = [\".git\", \"a/b\"]", `sandbox.protected_paths (config file`},
+		{"[sandbox]\nprotected_paths = [\"..\"]", `".." is not a name`},
 		{"[audit]\npath = \"/tmp/a\"", "audit.path"},
 		{"[sandbox\nmode = 1", "line 1"},
 		{"cwd = \"/nonexistent/dir\"", "cwd (config file"},
@@ -221,5 +226,63 @@ func TestConfigFileLocation(t *testing.T) {
 	}
 	if !reflect.DeepEqual(cfg.Files, []string{p}) || cfg.Env.Set["MixedCase"] != "v" {
 		t.Errorf("default file: files %v set %v", cfg.Files, cfg.Env.Set)
+	}
+}
+
+func TestSandboxPathsResolve(t *testing.T) {
+	isolate(t)
+	cwd := t.TempDir()
+	if err := os.Mkdir(filepath.Join(cwd, "build"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := load(t, "[sandbox]\nwritable_roots = [\"build\", \"/tmp\"]\nprotected_paths = [\".hg\"]\n", "--cwd", cwd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{filepath.Join(cwd, "build"), "/tmp"}; !reflect.DeepEqual(cfg.Sandbox.WritableRoots, want) {
+		t.Errorf("writable_roots = %q, want %q", cfg.Sandbox.WritableRoots, want)
+	}
+	if !reflect.DeepEqual(cfg.Sandbox.ProtectedPaths, []string{".hg"}) {
+		t.Errorf("protected_paths = %q", cfg.Sandbox.ProtectedPaths)
+	}
+}
+
+func TestSandboxCommandFlags(t *testing.T) {
+	isolate(t)
+	cwd := t.TempDir()
+	tests := []struct {
+		args []string
+		want string // error; "" for none
+		mode string
+		net  bool
+	}{
+		{[]string{"--mode", "read-only", "--network"}, "", "read-only", true},
+		{[]string{"--writable", "."}, "", "workspace-write", false},
+		{[]string{"--mode", "yolo"}, `--mode: unknown sandbox mode "yolo"`, "", false},
+		{[]string{"--mode", "read-only", "--sandbox", "danger-full-access"}, "disagree", "", false},
+		{[]string{"--writable", "missing"}, "--writable missing: not a directory", "", false},
+	}
+	for _, tt := range tests {
+		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+		addCommonFlags(fs)
+		sandboxFlags(fs)
+		if err := fs.Parse(append([]string{"--cwd", cwd}, tt.args...)); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := loadConfig(fs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = applySandboxFlags(fs, cfg)
+		switch {
+		case tt.want != "":
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("%q: error %v, want %q", tt.args, err, tt.want)
+			}
+		case err != nil:
+			t.Errorf("%q: %v", tt.args, err)
+		case cfg.Sandbox.Mode != tt.mode || cfg.Sandbox.NetworkAccess != tt.net:
+			t.Errorf("%q: mode %s network %v", tt.args, cfg.Sandbox.Mode, cfg.Sandbox.NetworkAccess)
+		}
 	}
 }

@@ -6,6 +6,8 @@ package main
 import (
 	"os"
 	"runtime/debug"
+
+	"github.com/execd/execd/internal/sandbox"
 )
 
 // gcPercent is execd's GC target unless GOGC is set. Its live heap is a
@@ -14,6 +16,11 @@ import (
 const gcPercent = 50
 
 func main() {
+	// The sandbox helper is this binary re-executed; it must not pay for
+	// (or be changed by) anything main does.
+	if code, ok := sandbox.Dispatch(); ok {
+		os.Exit(code)
+	}
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(gcPercent)
 	}

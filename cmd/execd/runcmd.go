@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
@@ -28,6 +29,13 @@ func runCmd(fs *pflag.FlagSet, argv []string) int {
 		fmt.Fprintf(os.Stderr, "execd: %v\n", err)
 		return exitUsage
 	}
+	timeout, _ := fs.GetDuration("timeout")
+	return runOne(fs, cfg, "run", argv, timeout)
+}
+
+// runOne runs argv as configured by cfg, printing its output live, and
+// returns its exit code or execd's own (SPEC §1).
+func runOne(fs *pflag.FlagSet, cfg *config, name string, argv []string, timeout time.Duration) int {
 	if !fs.Changed("log-level") && os.Getenv(envName("log.level")) == "" {
 		// The terminal shows the command's output; execd's own problems are
 		// printed as plain lines below, not as log records.
@@ -40,12 +48,11 @@ func runCmd(fs *pflag.FlagSet, argv []string) int {
 	}
 	r := reaper.New()
 	defer r.Close()
-	orch, err := newOrchestrator(cfg, log, r)
+	orch, err := newOrchestrator(cfg, log, r, nil)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "execd run: %v\n", err)
+		fmt.Fprintf(os.Stderr, "execd %s: %v\n", name, err)
 		return exitInternal
 	}
-	timeout, _ := fs.GetDuration("timeout")
 	ignoreSIGPIPE() // a closed stdout must not kill execd before its children
 	sigCtx, stop := signal.NotifyContext(context.Background(), shutdownSignals...)
 	defer stop()
@@ -53,7 +60,7 @@ func runCmd(fs *pflag.FlagSet, argv []string) int {
 	defer cancel(nil)
 	out := &livePrinter{stop: cancel}
 	res, err := orch.Exec(ctx, orchestrator.ExecRequest{Argv: argv, Timeout: timeout, Output: out.write})
-	code := exitCode(res, err, timeout)
+	code := exitCode(name, res, err, timeout)
 	// Nothing execd started outlives it, background descendants included.
 	sctx, scancel := context.WithTimeout(context.Background(), shutdownLimit)
 	defer scancel()
@@ -85,38 +92,45 @@ func (p *livePrinter) write(s orchestrator.Stream, chunk []byte) {
 }
 
 // exitCode is the command's code, or execd's own for what prevented it.
-func exitCode(res *orchestrator.ExecResult, err error, timeout fmt.Stringer) int {
+func exitCode(name string, res *orchestrator.ExecResult, err error, timeout fmt.Stringer) int {
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "execd %s: %v\n", name, err)
+		return failureCode(err)
+	}
+	switch {
+	case res.TimedOut:
+		fmt.Fprintf(os.Stderr, "execd %s: command timed out after %v\n", name, timeout)
+	case errors.Is(res.Stopped, errBrokenPipe):
+		return 128 + int(syscall.SIGPIPE) // what a shell reports for a pipeline cut short
+	case res.Stopped != nil:
+		fmt.Fprintf(os.Stderr, "execd %s: interrupted, command killed\n", name)
+		return 128 + int(syscall.SIGINT)
+	}
+	return res.ExitCode
+}
+
+// failureCode is execd's exit code for what kept a command from running
+// (SPEC §1).
+func failureCode(err error) int {
 	var (
 		ue *sandbox.UnavailableError
 		se *orchestrator.SpawnError
 		we *orchestrator.WorkdirError
+		su *sandbox.SetupError
 	)
 	switch {
-	case err == nil:
 	case errors.As(err, &ue):
-		fmt.Fprintf(os.Stderr, "execd run: %v\n", err)
 		return exitRefused
 	case errors.As(err, &se) && errors.Is(err, orchestrator.ErrNotFound):
-		fmt.Fprintf(os.Stderr, "execd run: %v\n", err)
 		return exitNotFound
 	case errors.As(err, &se):
-		fmt.Fprintf(os.Stderr, "execd run: %v\n", err)
 		return exitRefused
+	case errors.As(err, &su) && su.Stage == "exec" && errors.Is(err, syscall.ENOENT):
+		return exitNotFound // the program went away before the helper could run it
+	case errors.As(err, &su) && su.Stage == "exec":
+		return exitRefused // e.g. not executable, or refused by the sandbox
 	case errors.As(err, &we):
-		fmt.Fprintf(os.Stderr, "execd run: %v\n", err)
 		return exitUsage
-	default:
-		fmt.Fprintf(os.Stderr, "execd run: %v\n", err)
-		return exitInternal
 	}
-	switch {
-	case res.TimedOut:
-		fmt.Fprintf(os.Stderr, "execd run: command timed out after %v\n", timeout)
-	case errors.Is(res.Stopped, errBrokenPipe):
-		return 128 + int(syscall.SIGPIPE) // what a shell reports for a pipeline cut short
-	case res.Stopped != nil:
-		fmt.Fprintf(os.Stderr, "execd run: interrupted, command killed\n")
-		return 128 + int(syscall.SIGINT)
-	}
-	return res.ExitCode
+	return exitInternal
 }

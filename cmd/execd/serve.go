@@ -60,7 +60,7 @@ func serve(cfg *config, base, log *zap.Logger, fwd *tools.LogForwarder, proto *o
 		zap.Strings("config_files", cfg.Files), zap.String("cwd", cfg.Cwd))
 	r := reaper.New()
 	defer r.Close()
-	orch, err := newOrchestrator(cfg, log, r)
+	orch, err := newOrchestrator(cfg, log, r, nil)
 	if err != nil {
 		log.Error("start", zap.Error(err))
 		return exitInternal

@@ -11,8 +11,9 @@ import (
 )
 
 // newOrchestrator converts the configuration into the orchestrator's
-// options.
-func newOrchestrator(cfg *config, log *zap.Logger, r *reaper.Reaper) (*orchestrator.Orchestrator, error) {
+// options. sup is what the host supports; nil lets the orchestrator probe
+// it when the configured mode needs it.
+func newOrchestrator(cfg *config, log *zap.Logger, r *reaper.Reaper, sup *sandbox.Support) (*orchestrator.Orchestrator, error) {
 	mode, err := sandbox.ParseMode(cfg.Sandbox.Mode)
 	if err != nil {
 		return nil, err // validated by the loader
@@ -22,9 +23,15 @@ func newOrchestrator(cfg *config, log *zap.Logger, r *reaper.Reaper) (*orchestra
 		Reaper: r,
 		Cwd:    cfg.Cwd,
 		Sandbox: orchestrator.SandboxPolicy{
-			Mode:          mode,
-			NetworkAccess: cfg.Sandbox.NetworkAccess,
-			FailClosed:    cfg.Sandbox.FailClosed,
+			Settings: sandbox.Settings{
+				Mode:                mode,
+				NetworkAccess:       cfg.Sandbox.NetworkAccess,
+				WritableRoots:       cfg.Sandbox.WritableRoots,
+				ExcludeTmpdirEnvVar: cfg.Sandbox.ExcludeTmpdirEnvVar,
+				ExcludeSlashTmp:     cfg.Sandbox.ExcludeSlashTmp,
+				ProtectedNames:      cfg.Sandbox.ProtectedPaths,
+			},
+			FailClosed: cfg.Sandbox.FailClosed,
 		},
 		Env: orchestrator.EnvPolicy{
 			Inherit:               orchestrator.Inherit(cfg.Env.Inherit),
@@ -34,6 +41,7 @@ func newOrchestrator(cfg *config, log *zap.Logger, r *reaper.Reaper) (*orchestra
 			IncludeOnly:           cfg.Env.IncludeOnly,
 		},
 		Sessions: procstore.Options{Max: cfg.Sessions.Max},
+		Support:  sup,
 	})
 }
 

@@ -146,7 +146,7 @@ func (o *Orchestrator) startPiped(cmd *exec.Cmd, observe OutputFunc, onStart fun
 	r := &pipedRun{cmd: cmd, outR: outR, errR: errR, pumpsDone: make(chan struct{}, 2),
 		out: capture{limit: CaptureLimit}, err: capture{limit: CaptureLimit}}
 	r.start = time.Now()
-	err = o.reaper.Start(cmd)
+	err = o.start(cmd)
 	_ = outW.Close() // the child has its own copies; ours would hide EOF
 	_ = errW.Close()
 	if err != nil {

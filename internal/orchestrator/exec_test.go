@@ -22,9 +22,16 @@ import (
 )
 
 // testReaper is the one Reaper of the test process.
-var testReaper = reaper.New()
+var testReaper *reaper.Reaper
 
-func TestMain(m *testing.M) { os.Exit(reapertest.Run(m, testReaper)) }
+func TestMain(m *testing.M) {
+	// Sandboxed commands start this test binary as the sandbox helper.
+	if code, ok := sandbox.Dispatch(); ok {
+		os.Exit(code)
+	}
+	testReaper = reaper.New()
+	os.Exit(reapertest.Run(m, testReaper))
+}
 
 // waitLimit only turns a hang into a failure; it is no performance bound.
 const waitLimit = 10 * time.Second
@@ -35,7 +42,7 @@ func newTest(t *testing.T, mod func(*Options)) *Orchestrator {
 		Logger:  zaptest.NewLogger(t),
 		Reaper:  testReaper,
 		Cwd:     t.TempDir(),
-		Sandbox: SandboxPolicy{Mode: sandbox.DangerFullAccess, FailClosed: true},
+		Sandbox: SandboxPolicy{Settings: sandbox.Settings{Mode: sandbox.DangerFullAccess}, FailClosed: true},
 	}
 	if mod != nil {
 		mod(&opts)
@@ -161,16 +168,23 @@ func TestExecSpawnErrors(t *testing.T) {
 
 func TestExecFailsClosedWithoutSandbox(t *testing.T) {
 	marker := filepath.Join(t.TempDir(), "ran")
-	closed := newTest(t, func(opts *Options) { opts.Sandbox = SandboxPolicy{Mode: sandbox.WorkspaceWrite, FailClosed: true} })
+	noLandlock := &sandbox.Support{OS: "linux", Seccomp: true, UserNS: true}
+	closed := newTest(t, func(opts *Options) {
+		opts.Sandbox = SandboxPolicy{Settings: sandbox.Settings{Mode: sandbox.WorkspaceWrite}, FailClosed: true}
+		opts.Support = noLandlock
+	})
 	_, err := closed.Exec(t.Context(), ExecRequest{Argv: []string{"touch", marker}})
 	var ue *sandbox.UnavailableError
-	if !errors.As(err, &ue) {
-		t.Fatalf("workspace-write, fail_closed: err = %v, want *sandbox.UnavailableError", err)
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "lacks Landlock") {
+		t.Fatalf("workspace-write, fail_closed: err = %v, want *sandbox.UnavailableError naming Landlock", err)
 	}
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatal("the command ran although the sandbox is unavailable")
 	}
-	open := newTest(t, func(opts *Options) { opts.Sandbox = SandboxPolicy{Mode: sandbox.ReadOnly, FailClosed: false} })
+	open := newTest(t, func(opts *Options) {
+		opts.Sandbox = SandboxPolicy{Settings: sandbox.Settings{Mode: sandbox.ReadOnly}, FailClosed: false}
+		opts.Support = noLandlock
+	})
 	if res := run(t, open, ExecRequest{Argv: []string{"touch", marker}}); res.ExitCode != 0 {
 		t.Fatalf("fail_closed=false: %+v", res)
 	}

@@ -14,16 +14,6 @@ import (
 	"github.com/execd/execd/internal/sandbox"
 )
 
-// SandboxPolicy is the sandbox configuration (SPEC §2, sandbox.*) the
-// orchestrator needs in this build.
-type SandboxPolicy struct {
-	Mode          sandbox.Mode // "" means workspace-write
-	NetworkAccess bool
-	// FailClosed refuses commands when Mode cannot be enforced. When false
-	// they run without a sandbox, and that is logged at start.
-	FailClosed bool
-}
-
 // Options configures an [Orchestrator].
 type Options struct {
 	// Logger receives lifecycle events; nil means none.
@@ -44,6 +34,9 @@ type Options struct {
 	// Sessions sizes the session store (sessions.max); zero values mean
 	// 64 sessions with the 8 most recent protected.
 	Sessions procstore.Options
+	// Support is what the host can enforce; nil means sandbox.Probe, which
+	// starts one process.
+	Support *sandbox.Support
 }
 
 // Orchestrator runs commands. Create it with [New].
@@ -52,6 +45,8 @@ type Orchestrator struct {
 	reaper     *reaper.Reaper
 	cwd        string
 	sandbox    SandboxPolicy
+	support    sandbox.Support
+	roots      []string // writable roots of workspace-write, resolved at start
 	shell      Shell
 	env        []string // the environment every command gets, built once
 	sessionEnv []string // env with the session overrides
@@ -89,17 +84,18 @@ func New(opts Options) (*Orchestrator, error) {
 		opts.Sandbox.Mode = sandbox.WorkspaceWrite
 	}
 	o := &Orchestrator{
-		log:        log,
-		reaper:     opts.Reaper,
-		cwd:        cwd,
-		sandbox:    opts.Sandbox,
-		shell:      opts.Shell,
-		env:        append(BuildEnv(base, opts.Env), sandboxMarkers(opts.Sandbox)...),
-		sandboxErr: sandbox.Check(opts.Sandbox.Mode),
-		sessions:   procstore.New[*session](opts.Sessions),
+		log:      log,
+		reaper:   opts.Reaper,
+		cwd:      cwd,
+		sandbox:  opts.Sandbox,
+		shell:    opts.Shell,
+		sessions: procstore.New[*session](opts.Sessions),
 
 		leftoverFiles: map[*os.File]struct{}{},
 	}
+	env := BuildEnv(base, opts.Env)
+	o.initSandbox(opts.Support, env)
+	o.env = append(env, o.sandboxMarkers()...)
 	if o.shell.Path == "" {
 		pathEnv, _ := lookupEnv(base, "PATH")
 		var note string
@@ -111,33 +107,6 @@ func New(opts Options) (*Orchestrator, error) {
 	o.sessionEnv = withOverrides(o.env, sessionOverrides)
 	o.logSupport()
 	return o, nil
-}
-
-func (o *Orchestrator) logSupport() {
-	fields := []zap.Field{
-		zap.String("mode", string(o.sandbox.Mode)),
-		zap.Bool("network_access", o.sandbox.NetworkAccess),
-		zap.Bool("orphans_adopted", o.reaper.Adopts()),
-		zap.String("shell", o.shell.Path),
-	}
-	switch {
-	case o.sandboxErr == nil:
-		o.log.Info("sandbox", fields...)
-	case o.sandbox.FailClosed:
-		o.log.Warn("sandbox cannot be enforced; commands will be refused", append(fields, zap.Error(o.sandboxErr))...)
-	default:
-		o.log.Warn("sandbox cannot be enforced; fail_closed is false, so commands run WITHOUT a sandbox",
-			append(fields, zap.Error(o.sandboxErr))...)
-	}
-}
-
-// sandboxMarkers are the variables that tell a command about its sandbox
-// (SPEC §8.1, §8.3). Nothing is marked when execd enforces nothing.
-func sandboxMarkers(p SandboxPolicy) []string {
-	if p.Mode == sandbox.ExternalSandbox && !p.NetworkAccess {
-		return []string{"EXECD_SANDBOX_NETWORK_DISABLED=1"}
-	}
-	return nil
 }
 
 func resolveCwd(cwd string) (string, error) {
@@ -175,12 +144,6 @@ func (o *Orchestrator) Cwd() string { return o.cwd }
 // Shell returns the user's shell.
 func (o *Orchestrator) Shell() Shell { return o.shell }
 
-// SandboxMode returns the configured sandbox mode.
-func (o *Orchestrator) SandboxMode() sandbox.Mode { return o.sandbox.Mode }
-
-// Sandboxed reports whether commands run under a sandbox execd enforces.
-func (o *Orchestrator) Sandboxed() bool { return o.sandboxErr == nil && o.sandbox.Mode.Enforced() }
-
 // commandPath is the PATH programs are looked up in: the commands' own,
 // or execd's when the environment policy leaves them none.
 func (o *Orchestrator) commandPath() string {
@@ -199,10 +162,6 @@ func (o *Orchestrator) ResolveShell(name, workdir string) (Shell, error) {
 	}
 	return ResolveShell(name, o.commandPath(), dir)
 }
-
-// FailsClosed reports whether commands are refused because the configured
-// sandbox cannot be enforced.
-func (o *Orchestrator) FailsClosed() bool { return o.sandboxErr != nil && o.sandbox.FailClosed }
 
 // WorkdirError reports a workdir that cannot be used.
 type WorkdirError struct {

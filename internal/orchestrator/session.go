@@ -17,7 +17,6 @@ import (
 
 	"github.com/execd/execd/internal/procstore"
 	"github.com/execd/execd/internal/ptyio"
-	"github.com/execd/execd/internal/reaper"
 )
 
 // Session tuning (SPEC §4.3, §4.4, §5.1).
@@ -299,7 +298,7 @@ func (o *Orchestrator) spawnSession(cmd *exec.Cmd, req SessionRequest) (*session
 		}
 		p.Attach(cmd)
 		s.started = time.Now()
-		err = o.reaper.Start(cmd)
+		err = o.start(cmd)
 		p.Started()
 		if err != nil {
 			p.Close()
@@ -313,7 +312,7 @@ func (o *Orchestrator) spawnSession(cmd *exec.Cmd, req SessionRequest) (*session
 		}
 		cmd.Stdout, cmd.Stderr = w, w // one pipe: output in arrival order
 		s.started = time.Now()
-		err = o.reaper.Start(cmd)
+		err = o.start(cmd)
 		_ = w.Close()
 		if err != nil {
 			r.Close()
@@ -336,13 +335,6 @@ func (o *Orchestrator) spawnSession(cmd *exec.Cmd, req SessionRequest) (*session
 		s.wait(pumped)
 	}()
 	return s, nil
-}
-
-func (o *Orchestrator) startError(cmd *exec.Cmd, err error) error {
-	if errors.Is(err, reaper.ErrClosed) {
-		return ErrShuttingDown
-	}
-	return &SpawnError{Program: cmd.Path, Err: err}
 }
 
 func (s *session) pump(r io.Reader) {

@@ -68,7 +68,7 @@ func approvalProperties(props map[string]schema) map[string]schema {
 
 // execOutputSchema describes execStructured.
 var execOutputSchema = object(
-	[]string{"exit_code", "wall_time_seconds", "output", "timed_out", "truncated"},
+	[]string{"exit_code", "wall_time_seconds", "output", "timed_out", "truncated", "sandbox_denied"},
 	map[string]schema{
 		"exit_code":         {"type": "integer", "description": "Exit code; 128+N when killed by signal N, 124 on timeout."},
 		"wall_time_seconds": num("Elapsed wall time in seconds."),
@@ -76,7 +76,10 @@ var execOutputSchema = object(
 		"timed_out":         boolean("Whether the timeout killed the command."),
 		"truncated":         boolean("Whether any output was dropped, when captured or for the model."),
 		"signal":            str(`Name of the signal that ended the command, e.g. "SIGINT".`),
+		"sandbox_denied":    boolean(sandboxDeniedDescription),
 	})
+
+const sandboxDeniedDescription = "Whether the command failed in a way that suggests the sandbox stopped it (a non-zero exit with a message such as \"Operation not permitted\"); a guess from its output."
 
 func shellDef(name string) *toolDef {
 	props := approvalProperties(map[string]schema{
@@ -135,6 +138,7 @@ var sessionOutputSchema = object(
 		"chunk_id":             str("Chunk identifier of this response."),
 		"truncated":            boolean("Whether any output was dropped, by the session buffer or for the model."),
 		"warning":              str("Set when nearly all sessions are in use."),
+		"sandbox_denied":       boolean(sandboxDeniedDescription + " Only set when the process exited."),
 	})
 
 func execCommandDef(allowLogin bool) *toolDef {

@@ -176,17 +176,33 @@ func (s *Server) instructions() string {
 	var how string
 	switch {
 	case s.orch.Sandboxed():
-		how = fmt.Sprintf("Commands run in a %s sandbox.", mode)
+		how = s.sandboxInstructions()
 	case mode == sandbox.DangerFullAccess:
 		how = "Commands run without a sandbox, with the full permissions of the user running execd, so be careful with anything destructive."
 	case mode == sandbox.ExternalSandbox:
 		how = "execd adds no sandbox of its own: commands are confined only by the container or VM it runs in."
 	case s.orch.FailsClosed():
-		how = fmt.Sprintf("Commands are currently refused: the configured %s sandbox cannot be enforced by this build, and execd fails closed.", mode)
+		how = fmt.Sprintf("Commands are currently refused: the configured %s sandbox cannot be enforced on this host, and execd fails closed.", mode)
 	default:
-		how = fmt.Sprintf("Commands run WITHOUT a sandbox: the configured %s sandbox cannot be enforced by this build.", mode)
+		how = fmt.Sprintf("Commands run WITHOUT a sandbox: the configured %s sandbox cannot be enforced on this host.", mode)
 	}
 	return what + " " + how
+}
+
+// sandboxInstructions tells the model what its commands may do.
+func (s *Server) sandboxInstructions() string {
+	network := "have no network access"
+	if s.orch.NetworkAccess() {
+		network = "may use the network"
+	}
+	if s.orch.SandboxMode() == sandbox.ReadOnly {
+		return "Commands run in a read-only sandbox: they can read files but not write them, and " + network + "."
+	}
+	how := fmt.Sprintf("Commands run in a workspace-write sandbox: they can write only under %s", strings.Join(s.orch.WritableRoots(), ", "))
+	if names := s.orch.ProtectedNames(); len(names) > 0 {
+		how += fmt.Sprintf(", where %s stay read-only,", strings.Join(names, ", "))
+	}
+	return how + " and " + network + "."
 }
 
 // ListedTools returns the names tools/list shows, for logs.
@@ -334,9 +350,10 @@ func errorResult(err error) *callResult {
 		ue *sandbox.UnavailableError
 		se *orchestrator.SpawnError
 		us *orchestrator.UnknownSessionError
+		su *sandbox.SetupError
 	)
 	switch {
-	case errors.As(err, &ae), errors.As(err, &ue), errors.As(err, &us), errors.Is(err, orchestrator.ErrStdinClosed):
+	case errors.As(err, &ae), errors.As(err, &ue), errors.As(err, &us), errors.As(err, &su), errors.Is(err, orchestrator.ErrStdinClosed):
 		return textResult(err.Error(), true)
 	case errors.As(err, &we):
 		return textResult("invalid arguments: "+we.Error(), true)

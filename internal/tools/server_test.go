@@ -26,9 +26,16 @@ import (
 )
 
 // testReaper is the one Reaper of the test process.
-var testReaper = reaper.New()
+var testReaper *reaper.Reaper
 
-func TestMain(m *testing.M) { os.Exit(reapertest.Run(m, testReaper)) }
+func TestMain(m *testing.M) {
+	// Sandboxed commands start this test binary as the sandbox helper.
+	if code, ok := sandbox.Dispatch(); ok {
+		os.Exit(code)
+	}
+	testReaper = reaper.New()
+	os.Exit(reapertest.Run(m, testReaper))
+}
 
 const waitLimit = 10 * time.Second
 
@@ -56,7 +63,7 @@ func startServer(t *testing.T, mods ...serverOpt) *client {
 	t.Helper()
 	log := zaptest.NewLogger(t)
 	oopts := orchestrator.Options{Logger: log, Reaper: testReaper, Cwd: t.TempDir(),
-		Sandbox: orchestrator.SandboxPolicy{Mode: sandbox.DangerFullAccess, FailClosed: true}}
+		Sandbox: orchestrator.SandboxPolicy{Settings: sandbox.Settings{Mode: sandbox.DangerFullAccess}, FailClosed: true}}
 	sopts := Options{Logger: log, Version: "test"}
 	for _, m := range mods {
 		m(&sopts, &oopts)
@@ -381,11 +388,12 @@ func TestCallsThatStartNothing(t *testing.T) {
 
 func TestRefusedWhenSandboxUnavailable(t *testing.T) {
 	c := startServer(t, func(_ *Options, o *orchestrator.Options) {
-		o.Sandbox = orchestrator.SandboxPolicy{Mode: sandbox.WorkspaceWrite, FailClosed: true}
+		o.Sandbox = orchestrator.SandboxPolicy{Settings: sandbox.Settings{Mode: sandbox.WorkspaceWrite}, FailClosed: true}
+		o.Support = &sandbox.Support{OS: "linux", Landlock: 7}
 	})
 	marker := t.TempDir() + "/ran"
 	r := c.callTool("shell_command", map[string]any{"command": "touch " + marker})
-	if !r.IsError || !strings.Contains(r.text(), "not available on this build") {
+	if !r.IsError || !strings.Contains(r.text(), "lacks seccomp filters") || !strings.Contains(r.text(), "danger-full-access") {
 		t.Errorf("refusal: %q", r.text())
 	}
 	if _, err := os.Stat(marker); err == nil {
@@ -499,7 +507,7 @@ func TestShutdownWithAStuckLogForwarder(t *testing.T) {
 	fwd := NewLogForwarder()
 	logger := zap.New(zapcore.NewTee(zaptest.NewLogger(t).Core(), fwd))
 	orch, err := orchestrator.New(orchestrator.Options{Logger: logger, Reaper: testReaper, Cwd: t.TempDir(),
-		Sandbox: orchestrator.SandboxPolicy{Mode: sandbox.DangerFullAccess}})
+		Sandbox: orchestrator.SandboxPolicy{Settings: sandbox.Settings{Mode: sandbox.DangerFullAccess}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/execd/execd/internal/orchestrator"
 	"github.com/execd/execd/internal/procstore"
+	"github.com/execd/execd/internal/sandbox"
 )
 
 // Yield bounds (SPEC §4.3, §4.4, compat).
@@ -99,7 +100,7 @@ func (s *Server) runExecCommand(ctx context.Context, c *toolCall) *callResult {
 	if err != nil {
 		return errorResult(err)
 	}
-	return sessionResult(chunk, maxTokens)
+	return sessionResult(chunk, maxTokens, s.orch.Sandboxed())
 }
 
 // runWriteStdin is the write_stdin tool (SPEC §4.4).
@@ -124,7 +125,7 @@ func (s *Server) runWriteStdin(ctx context.Context, c *toolCall) *callResult {
 	if err != nil {
 		return errorResult(err)
 	}
-	return sessionResult(chunk, maxTokens)
+	return sessionResult(chunk, maxTokens, s.orch.Sandboxed())
 }
 
 // cmdArg reads cmd, or its alias command: a string, or an array of
@@ -215,11 +216,12 @@ type sessionStructured struct {
 	ChunkID            string  `json:"chunk_id"`
 	Truncated          bool    `json:"truncated"`
 	Warning            string  `json:"warning,omitempty"`
+	SandboxDenied      bool    `json:"sandbox_denied,omitempty"`
 }
 
 // sessionResult renders a chunk in the layout of SPEC §4.3. isError is
 // false whatever the exit code.
-func sessionResult(c *orchestrator.Chunk, maxTokens int) *callResult {
+func sessionResult(c *orchestrator.Chunk, maxTokens int, sandboxed bool) *callResult {
 	// Replace invalid UTF-8 first, as for one-shots, keeping the gap's place.
 	head, tail := toValidUTF8(c.Output[:c.OmittedAt]), toValidUTF8(c.Output[c.OmittedAt:])
 	out := truncateSession(head+tail, len(head), c.Omitted, maxTokens)
@@ -235,6 +237,7 @@ func sessionResult(c *orchestrator.Chunk, maxTokens int) *callResult {
 	if c.Exit != nil {
 		code := c.Exit.Code
 		st.ExitCode = &code
+		st.SandboxDenied = sandbox.LooksDenied(sandboxed, code, string(c.Output))
 		if c.Exit.Signal != 0 {
 			st.Signal = unix.SignalName(c.Exit.Signal)
 		}

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/execd/execd/internal/orchestrator"
+	"github.com/execd/execd/internal/sandbox"
 )
 
 // errEscalation refuses require_escalated while approvals do not exist.
@@ -77,7 +78,7 @@ func (s *Server) oneShot(ctx context.Context, c *toolCall, req orchestrator.Exec
 	out := truncateOutput(execOutput(res), s.opts.MaxOutputTokens)
 	return &callResult{
 		Content:           []textContent{{Type: "text", Text: layout(res, out)}},
-		StructuredContent: structured(res, out),
+		StructuredContent: structured(res, out, s.orch.Sandboxed()),
 		IsError:           res.ExitCode != 0 || res.TimedOut,
 	}
 }
@@ -172,8 +173,12 @@ func execOutput(res *orchestrator.ExecResult) string {
 	return text
 }
 
-func structured(res *orchestrator.ExecResult, out truncated) execStructured {
+func structured(res *orchestrator.ExecResult, out truncated, sandboxed bool) execStructured {
 	st := execStructured{
+		// The whole capture, not the model's cut of it: the telltale line
+		// may be what the cut dropped.
+		SandboxDenied: !res.TimedOut &&
+			sandbox.LooksDenied(sandboxed, res.ExitCode, string(res.Stdout.Data)+string(res.Stderr.Data)),
 		ExitCode:        res.ExitCode,
 		WallTimeSeconds: math.Round(res.Duration.Seconds()*1000) / 1000,
 		Output:          out.Text,

@@ -97,4 +97,5 @@ type execStructured struct {
 	TimedOut        bool    `json:"timed_out"`
 	Truncated       bool    `json:"truncated"`
 	Signal          string  `json:"signal,omitempty"`
+	SandboxDenied   bool    `json:"sandbox_denied"`
 }

@@ -1,0 +1,257 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"go.uber.org/zap"
+
+	"github.com/execd/execd/internal/orchestrator"
+	"github.com/execd/execd/internal/reaper"
+	"github.com/execd/execd/internal/sandbox"
+)
+
+func sandboxFlags(fs *pflag.FlagSet) {
+	fs.SetInterspersed(false)
+	fs.String("mode", "", "sandbox mode (default: sandbox.mode of the configuration)")
+	fs.Bool("network", false, "allow network access (default: sandbox.network_access)")
+	fs.StringArray("writable", nil, "another writable root (repeatable)")
+}
+
+// sandboxCmd is `execd sandbox -- CMD`: one command under the sandbox
+// only, with no policy or approval, to try a sandbox configuration.
+func sandboxCmd(fs *pflag.FlagSet, argv []string) int {
+	if len(argv) == 0 {
+		fmt.Fprintln(os.Stderr, "execd sandbox: missing command (usage: execd sandbox [--mode M] [--network] [--writable DIR]... -- CMD...)")
+		return exitUsage
+	}
+	cfg, err := loadConfig(fs)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "execd: %v\n", err)
+		return exitUsage
+	}
+	if err := applySandboxFlags(fs, cfg); err != nil {
+		fmt.Fprintf(os.Stderr, "execd sandbox: %v\n", err)
+		return exitUsage
+	}
+	return runOne(fs, cfg, "sandbox", argv, 0)
+}
+
+// applySandboxFlags lays the flags of `execd sandbox` over cfg.
+func applySandboxFlags(fs *pflag.FlagSet, cfg *config) error {
+	if fs.Changed("mode") {
+		m, _ := fs.GetString("mode")
+		if _, err := sandbox.ParseMode(m); err != nil {
+			return fmt.Errorf("--mode: %w", err)
+		}
+		if fs.Changed("sandbox") {
+			if s, _ := fs.GetString("sandbox"); s != m {
+				return fmt.Errorf("--mode %s and --sandbox %s disagree; give one", m, s)
+			}
+		}
+		cfg.Sandbox.Mode = m
+	}
+	if fs.Changed("network") {
+		cfg.Sandbox.NetworkAccess, _ = fs.GetBool("network")
+	}
+	dirs, _ := fs.GetStringArray("writable")
+	for _, d := range dirs {
+		abs := d
+		if !filepath.IsAbs(abs) {
+			abs = filepath.Join(cfg.Cwd, d)
+		}
+		if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+			return fmt.Errorf("--writable %s: not a directory", d)
+		}
+		cfg.Sandbox.WritableRoots = append(cfg.Sandbox.WritableRoots, abs)
+	}
+	return nil
+}
+
+// doctorCmd is `execd doctor`: what this host can enforce, and whether the
+// configured sandbox works, shown by running a command in it. Exit 1 when
+// it cannot be enforced.
+func doctorCmd(fs *pflag.FlagSet, _ []string) int {
+	cfg, err := loadConfig(fs)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "execd: %v\n", err)
+		return exitUsage
+	}
+	r := reaper.New()
+	defer r.Close()
+	// Probe even when the configured mode needs no sandbox: the report
+	// is about the host.
+	sup := sandbox.Probe(func(cmd *exec.Cmd) error {
+		if err := r.Start(cmd); err != nil {
+			return err
+		}
+		return r.Wait(cmd)
+	})
+	orch, err := newOrchestrator(cfg, zap.NewNop(), r, &sup)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "execd doctor: %v\n", err)
+		return exitInternal
+	}
+	defer orch.Close()
+	d := doctor{w: os.Stdout, cfg: cfg, orch: orch}
+	return d.report()
+}
+
+// doctor writes the report of `execd doctor`.
+type doctor struct {
+	w    io.Writer
+	cfg  *config
+	orch *orchestrator.Orchestrator
+	ok   bool
+}
+
+func (d *doctor) line(key, format string, args ...any) {
+	fmt.Fprintf(d.w, "%-18s %s\n", key+":", fmt.Sprintf(format, args...))
+}
+
+func (d *doctor) report() int {
+	sup := d.orch.Support()
+	d.line("execd", "%s (commit %s)", version, buildCommit())
+	switch sup.OS {
+	case "linux":
+		d.linux(sup)
+	case "darwin":
+		d.line("sandbox-exec", "%s", yesNo(sup.Seatbelt))
+	default:
+		d.line("platform", "%s: execd has no sandbox here", sup.OS)
+	}
+	d.ok = d.sandbox()
+	d.line("shell", "%s (%s)", d.orch.Shell().Path, d.orch.Shell().Kind)
+	if len(d.cfg.Files) > 0 {
+		d.line("config files", "%s", strings.Join(d.cfg.Files, ", "))
+	} else {
+		d.line("config files", "none (defaults, flags and EXECD_* variables only)")
+	}
+	d.line("rules files", "none: rules are not implemented in this build (issue #5)")
+	if !d.ok {
+		return 1
+	}
+	return 0
+}
+
+func (d *doctor) linux(sup sandbox.Support) {
+	d.line("kernel", "%s", sup.Kernel)
+	if sup.Landlock == 0 {
+		d.line("landlock", "not available")
+	} else {
+		d.line("landlock", "ABI %d%s", sup.Landlock, landlockGaps(sup.Landlock))
+	}
+	d.line("seccomp", "%s", yesNo(sup.Seccomp))
+	if sup.UserNS {
+		d.line("user namespaces", "yes")
+	} else if sup.UserNSErr != "" {
+		d.line("user namespaces", "no (%s)", sup.UserNSErr)
+	} else {
+		d.line("user namespaces", "not probed (the configured mode needs no sandbox)")
+	}
+}
+
+// landlockGaps names the rights this build uses that an older ABI lacks.
+func landlockGaps(abi int) string {
+	gaps := []struct {
+		abi  int
+		what string
+	}{
+		{2, "moving files between directories"},
+		{3, "truncating files"},
+		{4, "TCP bind/connect rules"},
+		{5, "device ioctl rules"},
+		{6, "abstract UNIX socket and signal scoping"},
+	}
+	var missing []string
+	for _, g := range gaps {
+		if abi < g.abi {
+			missing = append(missing, fmt.Sprintf("%s (ABI %d)", g.what, g.abi))
+		}
+	}
+	if len(missing) == 0 {
+		return ""
+	}
+	return "; not enforced: " + strings.Join(missing, ", ")
+}
+
+// sandbox reports the configured mode and, when it is enforced, runs a
+// command in it. It returns false when the mode cannot be enforced.
+func (d *doctor) sandbox() bool {
+	mode, sup := d.orch.SandboxMode(), d.orch.Support()
+	network := "off"
+	if d.cfg.Sandbox.NetworkAccess {
+		network = "on"
+	}
+	switch mode {
+	case sandbox.DangerFullAccess:
+		d.line("sandbox", "%s: commands run without a sandbox", mode)
+		return true
+	case sandbox.ExternalSandbox:
+		d.line("sandbox", "%s: execd adds none, the container or VM confines commands; network %s", mode, network)
+		return true
+	}
+	if err := sup.Check(mode); err != nil {
+		d.line("sandbox", "%s: CANNOT BE ENFORCED: %v", mode, err)
+		return false
+	}
+	d.line("sandbox", "%s, network %s", mode, network)
+	if mode == sandbox.WorkspaceWrite {
+		d.line("writable roots", "%s", strings.Join(d.orch.WritableRoots(), ", "))
+		d.protected(sup)
+	}
+	return d.selfTest()
+}
+
+func (d *doctor) protected(sup sandbox.Support) {
+	names := strings.Join(d.cfg.Sandbox.ProtectedPaths, ", ")
+	switch {
+	case len(d.cfg.Sandbox.ProtectedPaths) == 0:
+		d.line("protected paths", "none configured")
+	case sup.OS == "linux" && !sup.UserNS:
+		d.line("protected paths", "%s: NOT ENFORCED (warning): they need user namespaces", names)
+	default:
+		d.line("protected paths", "%s: read-only where they exist", names)
+	}
+}
+
+// selfTest runs `cat /proc/self/status` in the sandbox and checks that
+// the helper set no_new_privs and a seccomp filter.
+func (d *doctor) selfTest() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	t0 := time.Now()
+	res, err := d.orch.Exec(ctx, orchestrator.ExecRequest{Argv: []string{"cat", "/proc/self/status"}})
+	elapsed := time.Since(t0)
+	switch {
+	case err != nil:
+		d.line("self-test", "FAILED: %v", err)
+		return false
+	case res.ExitCode != 0:
+		d.line("self-test", "FAILED: cat /proc/self/status exited %d: %s", res.ExitCode, res.Stderr.Data)
+		return false
+	}
+	if d.orch.Support().OS == "linux" {
+		status := string(res.Stdout.Data)
+		if !strings.Contains(status, "NoNewPrivs:\t1") || !strings.Contains(status, "Seccomp:\t2") {
+			d.line("self-test", "FAILED: the sandboxed command has no seccomp filter or no_new_privs")
+			return false
+		}
+	}
+	d.line("self-test", "a sandboxed command ran in %.1f ms", float64(elapsed.Microseconds())/1000)
+	return true
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}

@@ -1,0 +1,160 @@
+package orchestrator
+
+import (
+	"errors"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/execd/execd/internal/reaper"
+	"github.com/execd/execd/internal/sandbox"
+)
+
+// helperTimeout bounds the sandbox helper's setup, from fork to exec.
+const helperTimeout = 10 * time.Second
+
+// SandboxPolicy is the sandbox configuration (SPEC §2, sandbox.*).
+type SandboxPolicy struct {
+	sandbox.Settings // Mode "" means workspace-write
+	// FailClosed refuses commands when Mode cannot be enforced. When false
+	// they run without a sandbox, and that is logged at start.
+	FailClosed bool
+}
+
+// initSandbox learns what the host supports (probing it unless given) and
+// decides how commands will be confined. env is the commands' environment
+// (for $TMPDIR).
+func (o *Orchestrator) initSandbox(given *sandbox.Support, env []string) {
+	if given != nil {
+		o.support = *given
+	} else if o.sandbox.Mode.Enforced() {
+		o.support = sandbox.Probe(func(cmd *exec.Cmd) error {
+			if err := o.reaper.Start(cmd); err != nil {
+				return err
+			}
+			return o.reaper.Wait(cmd)
+		})
+	}
+	o.sandboxErr = o.support.Check(o.sandbox.Mode)
+	o.roots = o.sandbox.Roots(o.cwd, env)
+	o.logSupport()
+}
+
+func (o *Orchestrator) logSupport() {
+	fields := []zap.Field{
+		zap.String("mode", string(o.sandbox.Mode)),
+		zap.Bool("network_access", o.sandbox.NetworkAccess),
+		zap.Strings("writable_roots", o.roots),
+		zap.Bool("orphans_adopted", o.reaper.Adopts()),
+	}
+	if o.sandbox.Mode.Enforced() {
+		fields = append(fields, zap.String("support", o.support.Describe()))
+	}
+	switch {
+	case o.sandboxErr == nil:
+		o.log.Info("sandbox", fields...)
+		if o.sandbox.Mode == sandbox.WorkspaceWrite && o.support.OS == "linux" && !o.support.UserNS {
+			o.log.Warn("user namespaces are unavailable: protected paths are not enforced and the network is cut by seccomp alone",
+				zap.String("reason", o.support.UserNSErr))
+		}
+	case o.sandbox.FailClosed:
+		o.log.Warn("sandbox cannot be enforced; commands will be refused", append(fields, zap.Error(o.sandboxErr))...)
+	default:
+		o.log.Warn("sandbox cannot be enforced; fail_closed is false, so commands run WITHOUT a sandbox",
+			append(fields, zap.Error(o.sandboxErr))...)
+	}
+}
+
+// sandboxMarkers are the variables that tell a command about its sandbox
+// (SPEC §8.1, §8.3). Nothing is marked when execd enforces nothing.
+func (o *Orchestrator) sandboxMarkers() []string {
+	var env []string
+	switch {
+	case o.Sandboxed() && o.support.OS == "linux":
+		env = append(env, "EXECD_SANDBOX=linux")
+	case o.Sandboxed() && o.support.OS == "darwin":
+		env = append(env, "EXECD_SANDBOX=seatbelt")
+	}
+	if (o.Sandboxed() || o.sandbox.Mode == sandbox.ExternalSandbox) && !o.sandbox.NetworkAccess {
+		env = append(env, "EXECD_SANDBOX_NETWORK_DISABLED=1")
+	}
+	return env
+}
+
+// SandboxMode returns the configured sandbox mode.
+func (o *Orchestrator) SandboxMode() sandbox.Mode { return o.sandbox.Mode }
+
+// Sandboxed reports whether commands run under a sandbox execd enforces.
+func (o *Orchestrator) Sandboxed() bool { return o.sandboxErr == nil && o.sandbox.Mode.Enforced() }
+
+// FailsClosed reports whether commands are refused because the configured
+// sandbox cannot be enforced.
+func (o *Orchestrator) FailsClosed() bool { return o.sandboxErr != nil && o.sandbox.FailClosed }
+
+// NetworkAccess reports whether sandboxed commands may use the network.
+func (o *Orchestrator) NetworkAccess() bool { return o.sandbox.NetworkAccess }
+
+// ProtectedNames returns the names kept read-only inside writable roots
+// when they are enforced (SPEC §8.2), else nil.
+func (o *Orchestrator) ProtectedNames() []string {
+	if o.support.OS == "linux" && !o.support.UserNS {
+		return nil
+	}
+	return o.sandbox.ProtectedNames
+}
+
+// Support returns what the host can enforce.
+func (o *Orchestrator) Support() sandbox.Support { return o.support }
+
+// WritableRoots returns where commands may write under workspace-write.
+func (o *Orchestrator) WritableRoots() []string { return o.roots }
+
+// start starts cmd through the reaper, inside the sandbox when one is
+// enforced, and returns once the command itself runs (the helper has
+// exec'd it). On error nothing runs and nothing is left to wait for.
+// Errors: a *sandbox.SetupError, or the reaper's.
+func (o *Orchestrator) start(cmd *exec.Cmd) error {
+	if !o.Sandboxed() {
+		return o.reaper.Start(cmd)
+	}
+	policy := sandbox.Policy{
+		Mode:          o.sandbox.Mode,
+		Network:       o.sandbox.NetworkAccess,
+		WritableRoots: o.roots,
+		Protected:     sandbox.ProtectedPaths(o.roots, o.sandbox.ProtectedNames),
+	}
+	launch, err := sandbox.Wrap(cmd, policy, o.support)
+	if err != nil {
+		return &sandbox.SetupError{Stage: "prepare", Err: err}
+	}
+	err = o.reaper.Start(cmd)
+	launch.Started()
+	switch {
+	case errors.Is(err, reaper.ErrClosed):
+		return err
+	case err != nil:
+		// The program is the helper, this binary: its start failing is
+		// the sandbox's problem (namespaces refused since the probe, say).
+		return &sandbox.SetupError{Stage: "start", Err: err}
+	}
+	if err := launch.Await(helperTimeout); err != nil {
+		_ = o.reaper.Signal(cmd, syscall.SIGKILL)
+		_ = o.reaper.Wait(cmd)
+		return err
+	}
+	return nil
+}
+
+// startError maps a failed start to what callers see.
+func (o *Orchestrator) startError(cmd *exec.Cmd, err error) error {
+	var se *sandbox.SetupError
+	switch {
+	case errors.Is(err, reaper.ErrClosed):
+		return ErrShuttingDown
+	case errors.As(err, &se):
+		return err
+	}
+	return &SpawnError{Program: cmd.Path, Err: err}
+}
