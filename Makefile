@@ -9,7 +9,7 @@ FUZZTIME  ?= 10s
 # Every fuzz target, as package:Target.
 FUZZ_TARGETS := ./internal/rpc:FuzzDecode ./internal/tools:FuzzArgs ./internal/procstore:FuzzHeadTail
 
-.PHONY: all build test check fmt-check vet lint unit integration fuzz cross bench clean
+.PHONY: all build test check fmt-check vet lint unit integration fuzz cross bench clean test-deps
 
 all: build
 
@@ -17,7 +17,21 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/execd ./cmd/execd
 
 ## test: everything CI checks, on a fresh machine.
-test: fmt-check vet lint cross unit integration fuzz
+test: test-deps fmt-check vet lint cross unit integration fuzz
+
+# Programs the sandbox tests drive, as command:Debian package.
+TEST_PROGRAMS := bash:bash python3:python3 strace:strace setpriv:util-linux unshare:util-linux
+
+# test-deps installs the missing ones (needs root and apt, as in CI). The
+# tests run them from the system PATH, whatever the caller's is.
+test-deps:
+	@missing=""; for p in $(TEST_PROGRAMS); do \
+		PATH=/usr/local/bin:/usr/bin:/bin command -v $${p%%:*} >/dev/null 2>&1 || missing="$$missing $${p##*:}"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
 
 check: test
 
@@ -34,6 +48,9 @@ lint:
 cross:
 	CGO_ENABLED=0 $(GO) build ./...
 	CGO_ENABLED=0 GOOS=darwin GOARCH=arm64 $(GO) build ./...
+	CGO_ENABLED=0 GOARCH=arm64 $(GO) build ./...
+	CGO_ENABLED=0 GOARCH=riscv64 $(GO) build ./...
+	CGO_ENABLED=0 GOOS=freebsd $(GO) build ./...
 
 unit:
 	$(GO) test -race -count=1 ./internal/... ./cmd/...

@@ -20,8 +20,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// execdBin is the binary under test.
-var execdBin string
+// execdBin is the binary under test; probeBin is test/sandboxprobe.
+var execdBin, probeBin string
 
 // waitLimit only turns a hang into a failure; timing targets live in the
 // benchmarks (make bench), not here.
@@ -37,16 +37,13 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	execdBin = filepath.Join(dir, "execd")
-	args := []string{"build", "-o", execdBin}
-	if raceEnabled {
-		args = append(args, "-race")
+	probeBin = filepath.Join(dir, "sandboxprobe")
+	err = build(execdBin, "../cmd/execd", raceEnabled)
+	if err == nil {
+		err = build(probeBin, "./sandboxprobe", false)
 	}
-	build := exec.Command("go", append(args, "../cmd/execd")...)
-	if !raceEnabled {
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	}
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build execd: %v\n%s", err, out)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	code := m.Run()
@@ -54,8 +51,24 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// fullAccess is the configuration of most tests until the sandbox exists
-// (issue #4).
+// build builds the program in pkg into out, static unless race is set.
+func build(out, pkg string, race bool) error {
+	args := []string{"build", "-o", out}
+	if race {
+		args = append(args, "-race")
+	}
+	cmd := exec.Command("go", append(args, pkg)...)
+	if !race {
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	}
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("build %s: %v\n%s", pkg, err, b)
+	}
+	return nil
+}
+
+// fullAccess is the configuration of the tests that are not about the
+// sandbox, so that they do not depend on the kernel's features.
 const fullAccess = "[sandbox]\nmode = \"danger-full-access\"\n"
 
 // execdCmd returns an execd command with its own config file, turn
@@ -154,6 +167,7 @@ type execResult struct {
 	TimedOut        bool    `json:"timed_out"`
 	Truncated       bool    `json:"truncated"`
 	Signal          string  `json:"signal"`
+	SandboxDenied   bool    `json:"sandbox_denied"`
 }
 
 func callTool(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) (*mcp.CallToolResult, string, *execResult) {

@@ -25,6 +25,7 @@ type sessionResult struct {
 	OriginalTokenCount int     `json:"original_token_count"`
 	ChunkID            string  `json:"chunk_id"`
 	Warning            string  `json:"warning"`
+	SandboxDenied      bool    `json:"sandbox_denied"`
 }
 
 func session(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) (string, sessionResult, bool) {

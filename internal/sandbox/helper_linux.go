@@ -28,7 +28,7 @@ const setupExitCode = 125
 // first argument is HelperArg.
 func HelperMain() int {
 	// One thread does the whole setup, so that per-thread state (the
-	// no_new_privs bit, ambient capabilities) is where execve happens.
+	// no_new_privs bit, capabilities) is where execve happens.
 	runtime.LockOSThread()
 	if _, err := unix.FcntlInt(statusFD, unix.F_GETFD, 0); err != nil {
 		return setupExitCode // not started by execd: nothing to report to
@@ -50,14 +50,17 @@ func runHelper() (string, error) {
 		if err := protect(p.Protected); err != nil {
 			return "mount", err
 		}
-		// CAP_SYS_ADMIN came as an ambient capability for the mounts; the
-		// command must not inherit it.
-		if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
-			return "capabilities", err
-		}
 	}
 	if err := os.Chdir(p.Dir); err != nil {
 		return "chdir", err
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return "no_new_privs", err
+	}
+	// Among them CAP_SYS_ADMIN, which came as an ambient capability for
+	// the mounts.
+	if err := dropCapabilities(); err != nil {
+		return "capabilities", err
 	}
 	if err := restrictFS(p); err != nil {
 		return "landlock", err

@@ -92,8 +92,8 @@ func sendtoRule() []bpf.Instruction {
 	}
 }
 
-// installFilter sets no_new_privs and installs the filter on every thread
-// of the process (TSYNC: the Go runtime runs several).
+// installFilter installs the filter on every thread of the process
+// (TSYNC: the Go runtime runs several). no_new_privs must be set.
 func installFilter(network bool) error {
 	raw, err := bpf.Assemble(filter(network))
 	if err != nil {
@@ -104,9 +104,6 @@ func installFilter(network bool) error {
 		prog[i] = unix.SockFilter{Code: ins.Op, Jt: ins.Jt, Jf: ins.Jf, K: ins.K}
 	}
 	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("no_new_privs: %w", err)
-	}
 	_, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER,
 		unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&fprog)))
 	runtime.KeepAlive(prog)

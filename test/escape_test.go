@@ -1,0 +1,267 @@
+package test
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+)
+
+// The escape list: each known way out of the sandbox is a named test that
+// tries it, as root and as nobody, and expects it to fail. Add one for
+// every new idea.
+
+// probe runs test/sandboxprobe under the sandbox and expects the attempt
+// to fail saying want.
+func (h *sandboxHost) probeFails(config string, want string, args ...string) {
+	h.t.Helper()
+	r := h.run(config, append([]string{"sandbox", "--", h.probe}, args...)...)
+	if r.code != 1 || !strings.Contains(r.stdout, want) {
+		h.t.Errorf("sandboxprobe %s: exit %d, stdout %q, stderr %q; want it refused with %q", strings.Join(args, " "), r.code, r.stdout, r.stderr, want)
+	}
+}
+
+// outsider starts a process outside the sandbox as the host's user, to be
+// a target; it is killed at cleanup.
+func (h *sandboxHost) outsider() *exec.Cmd {
+	h.t.Helper()
+	argv := []string{"sleep", "7801.5"}
+	if h.nobody {
+		argv = append([]string{"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"}, argv...)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	if err := cmd.Start(); err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	return cmd
+}
+
+func TestEscapeI386Syscalls(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("int 0x80 is an amd64 (i386 compat) entry")
+	}
+	asEachUser(t, func(t *testing.T, h *sandboxHost) {
+		h.probeFails("", "operation not permitted", "i386-socket")
+	})
+}
+
+func TestEscapeX32Syscalls(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("x32 is an amd64 ABI")
+	}
+	asEachUser(t, func(t *testing.T, h *sandboxHost) {
+		h.probeFails("", "x32 socket: operation not permitted", "x32-socket")
+	})
+}
+
+func TestEscapeIoUring(t *testing.T) {
+	asEachUser(t, func(t *testing.T, h *sandboxHost) {
+		h.probeFails("", "operation not permitted", "io-uring")
+		h.probeFails("", "operation not permitted", "io-uring") // with the network on too:
+		r := h.run("", "sandbox", "--network", "--", h.probe, "io-uring")
+		if r.code != 1 || !strings.Contains(r.stdout, "operation not permitted") {
+			t.Errorf("io_uring with the network on: %+v", r)
+		}
+	})
+}
+
+func TestEscapeNetlink(t *testing.T) {
+	asEachUser(t, func(t *testing.T, h *sandboxHost) {
+		h.probeFails("", "operation not permitted", "netlink")
+	})
+}
+
+// A daemon's control socket on the filesystem (a container engine's, the
+// session bus): a read-only mount would not stop connect.
+func TestEscapeHostUnixSocket(t *testing.T) {
+	asEachUser(t, func(t *testing.T, h *sandboxHost) {
+		sock := h.path("daemon.sock")
+		hits := listenUnix(t, "unix", sock)
+		_ = os.Chmod(sock, 0o777)
+		h.probeFails("", "operation not permitted", "connect-unix", sock)
+		if n := hits.Load(); n != 0 {
+			t.Errorf("the host socket accepted %d connections from the sandbox", n)
+		}
+	})
+}
+
+func TestEscapeAbstractUnixSocket(t *testing.T) {
+	asEachUser(t, func(t *testing.T, h *sandboxHost) {
+		name := fmt.Sprintf("execd-it-%d-%s", os.Getpid(), filepath.Base(h.dir))
+		hits := listenUnix(t, "unix", "@"+name)
+		h.probeFails("", "operation not permitted", "connect-abstract", name)
+		// The network namespace hides abstract sockets too; without it,
+		// Landlock's scope and seccomp still refuse.
+		r := h.run("", "sandbox", "--network", "--", h.probe, "connect-abstract", name)
+		if r.code != 1 || !strings.Contains(r.stdout, "operation not permitted") {
+			t.Errorf("abstract socket with the network on: %+v; want Landlock's scope to refuse", r)
+		}
+		if n := hits.Load(); n != 0 {
+			t.Errorf("the abstract socket accepted %d connections from the sandbox", n)
+		}
+	})
+}
+
+// A datagram socket, or one end of a datagram socketpair, could send to
+// any socket by path.
+func TestEscapeDatagramToHostSocket(t *testing.T) {
+	asEachUser(t, func(t *testing.T, h *sandboxHost) {
+		sock := h.path("log.sock")
+		hits := listenUnix(t, "unixgram", sock)
+		_ = os.Chmod(sock, 0o777)
+		h.probeFails("", "socket and socketpair: operation not permitted", "sendto-unix", sock)
+		if n := hits.Load(); n != 0 {
+			t.Errorf("the host socket got %d datagrams from the sandbox", n)
+		}
+	})
+}
+
+// Taking a descriptor (a connected socket, say) from a process outside.
+func TestEscapePidfdGetfd(t *testing.T) {
+	asEachUser(t, func(t *testing.T, h *sandboxHost) {
+		target := h.outsider()
+		h.probeFails("", "operation not permitted", "pidfd-getfd", strconv.Itoa(target.Process.Pid), "1")
+	})
+}
+
+func TestEscapeProcessMemory(t *testing.T) {
+	asEachUser(t, func(t *testing.T, h *sandboxHost) {
+		target := h.outsider()
+		h.probeFails("", "operation not permitted", "vm-read", strconv.Itoa(target.Process.Pid))
+		pid := strconv.Itoa(target.Process.Pid)
+		r := h.sh("", "head -c 1 /proc/"+pid+"/mem; ls /proc/"+pid+"/cwd/ || ls /proc/"+pid+"/root/")
+		if r.code == 0 {
+			t.Errorf("reached an outside process through /proc: %+v", r)
+		}
+	})
+}
+
+func TestEscapeSignalOutside(t *testing.T) {
+	asEachUser(t, func(t *testing.T, h *sandboxHost) {
+		target := h.outsider()
+		h.probeFails("", "operation not permitted", "kill", strconv.Itoa(target.Process.Pid))
+		if err := target.Process.Signal(syscall.Signal(0)); err != nil {
+			t.Errorf("the outside process is gone: %v", err)
+		}
+	})
+}
+
+// Unmounting the read-only bind mount of a protected path, directly or
+// from a new user namespace where the command would be root. (A Go
+// program cannot unshare a user namespace, being multithreaded: the
+// nested attempt uses unshare(1).)
+func TestEscapeUnmountProtectedPath(t *testing.T) {
+	asEachUser(t, func(t *testing.T, h *sandboxHost) {
+		h.needProtection()
+		git := filepath.Join(h.work, ".git")
+		h.mkdir(git)
+		h.probeFails("", "operation not permitted", "umount", git)
+		for _, script := range []string{
+			"unshare -Urm sh -c 'umount -l .git; echo x > .git/config'",
+			"unshare -Um --propagation unchanged sh -c 'umount -l .git; mount -o remount,rw,bind .git; echo x > .git/config'",
+		} {
+			r := h.sh("", script)
+			if _, err := os.Stat(filepath.Join(git, "config")); r.code == 0 || err == nil {
+				t.Errorf("%s: %+v", script, r)
+			}
+		}
+	})
+}
+
+// Writing somewhere else through an alias of a path: /proc/self/root,
+// /proc/self/cwd, a hard link.
+func TestEscapeAliases(t *testing.T) {
+	asEachUser(t, func(t *testing.T, h *sandboxHost) {
+		outside := h.path("outside")
+		h.mkdir(outside)
+		runCases(t, h, []sandboxCase{
+			{name: "/proc/self/root", config: noTmp, script: "echo x > /proc/self/root" + outside + "/f", say: "Permission denied"},
+			{name: "/proc/self/cwd/..", config: noTmp, script: "echo x > /proc/self/cwd/../outside/f", say: "Permission denied"},
+			{name: "hard link out of the workspace", config: noTmp, script: "echo x > f && ln f " + outside + "/f", say: "Permission denied"},
+			{name: "rename out of the workspace", config: noTmp, script: "echo x > g && mv g " + outside + "/g", say: "Permission denied"},
+		})
+		if _, err := os.Stat(filepath.Join(outside, "f")); err == nil {
+			t.Error("a file was created outside the writable roots")
+		}
+	})
+}
+
+// Root keeps no capability: Landlock and seccomp do not stop what
+// capabilities allow (loading a kernel module, say).
+func TestEscapeRootCapabilities(t *testing.T) {
+	asEachUser(t, func(t *testing.T, h *sandboxHost) {
+		for _, flags := range [][]string{nil, {"--network", "--mode", "read-only"}} {
+			r := h.sh("", "grep -E '^Cap(Inh|Prm|Eff|Amb):' /proc/self/status", flags...)
+			for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+				if !strings.HasSuffix(line, "0000000000000000") {
+					t.Errorf("%v: %q: the command has capabilities", flags, line)
+				}
+			}
+			if !h.nobody {
+				if r := h.sh("", "grep CapBnd /proc/self/status", flags...); !strings.Contains(r.stdout, "0000000000000000") {
+					t.Errorf("%v: root's bounding set %q would let exec grant capabilities", flags, r.stdout)
+				}
+			}
+		}
+	})
+}
+
+// The command inherits only its stdio: no policy, status pipe or
+// descriptor of execd's.
+func TestEscapeInheritedDescriptors(t *testing.T) {
+	asEachUser(t, func(t *testing.T, h *sandboxHost) {
+		r := h.run("", "sandbox", "--", "ls", "/proc/self/fd")
+		if r.stdout != "0\n1\n2\n3\n" { // 3 is ls's own
+			t.Errorf("descriptors: %q", r.stdout)
+		}
+	})
+}
+
+func listenUnix(t *testing.T, network, addr string) *atomic.Int32 {
+	t.Helper()
+	var hits atomic.Int32
+	if network == "unixgram" {
+		pc, err := net.ListenPacket(network, addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { pc.Close() })
+		go func() {
+			buf := make([]byte, 64)
+			for {
+				if _, _, err := pc.ReadFrom(buf); err != nil {
+					return
+				}
+				hits.Add(1)
+			}
+		}()
+		return &hits
+	}
+	ln, err := net.Listen(network, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			hits.Add(1)
+			c.Close()
+		}
+	}()
+	return &hits
+}
