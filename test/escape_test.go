@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // The escape list: each known way out of the sandbox is a named test that
@@ -113,14 +115,16 @@ func TestEscapeAbstractUnixSocket(t *testing.T) {
 	})
 }
 
-// A datagram socket, or one end of a datagram socketpair, could send to
-// any socket by path.
+// A datagram socket, or one end of a datagram or raw socketpair (raw is
+// datagram for AF_UNIX), could send to any socket by path.
 func TestEscapeDatagramToHostSocket(t *testing.T) {
 	asEachUser(t, func(t *testing.T, h *sandboxHost) {
 		sock := h.path("log.sock")
 		hits := listenUnix(t, "unixgram", sock)
 		_ = os.Chmod(sock, 0o777)
-		h.probeFails("", "socket and socketpair: operation not permitted", "sendto-unix", sock)
+		for _, want := range []string{"socket: operation", "socketpair type 2: operation", "socketpair type 3: operation"} {
+			h.probeFails("", want, "sendto-unix", sock)
+		}
 		if n := hits.Load(); n != 0 {
 			t.Errorf("the host socket got %d datagrams from the sandbox", n)
 		}
@@ -144,6 +148,65 @@ func TestEscapeProcessMemory(t *testing.T) {
 		if r.code == 0 {
 			t.Errorf("reached an outside process through /proc: %+v", r)
 		}
+	})
+}
+
+// Changing another process's limits, priority or scheduling: execd
+// itself is one (an address-space limit crashes it).
+func TestEscapeResourceLimitsOfOthers(t *testing.T) {
+	asEachUser(t, func(t *testing.T, h *sandboxHost) {
+		pid := strconv.Itoa(h.outsider().Process.Pid)
+		h.probeFails("", "operation not permitted", "prlimit", pid)
+		h.probeFails("", "operation not permitted", "renice", pid)
+		r := h.run("", "sandbox", "--", "sh", "-c", h.probe+" prlimit 0 && "+h.probe+" renice 0")
+		if r.code != 0 {
+			t.Errorf("a command may still set its own limits and priority: %+v", r)
+		}
+	})
+}
+
+// The kernel keyrings are shared with the user's processes outside.
+func TestEscapeKeyrings(t *testing.T) {
+	asEachUser(t, func(t *testing.T, h *sandboxHost) {
+		h.probeFails("", "operation not permitted", "keyring")
+	})
+}
+
+// A set-user-ID file would give whoever runs it outside the sandbox the
+// owner's rights (root's, when execd runs as root).
+func TestEscapeSetUserID(t *testing.T) {
+	asEachUser(t, func(t *testing.T, h *sandboxHost) {
+		file := filepath.Join(h.work, "tool")
+		h.writeFile(file, "#!/bin/sh\n")
+		h.probeFails("", "operation not permitted", "chmod-suid", file)
+		r := h.sh("", "chmod u+s tool; chmod g+s tool; cp -p tool copy && chmod 6755 copy")
+		for _, f := range []string{file, filepath.Join(h.work, "copy")} {
+			if fi, err := os.Stat(f); err == nil && fi.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 {
+				t.Errorf("%s got mode %v: %+v", f, fi.Mode(), r)
+			}
+		}
+	})
+}
+
+// Pushing input into a terminal runs it in the shell that reads it.
+func TestEscapeTIOCSTI(t *testing.T) {
+	asEachUser(t, func(t *testing.T, h *sandboxHost) {
+		h.probeFails("", "operation not permitted", "tiocsti")
+	})
+}
+
+// System V shared memory is shared by every process of the host's IPC
+// namespace.
+func TestEscapeSysVSharedMemory(t *testing.T) {
+	asEachUser(t, func(t *testing.T, h *sandboxHost) {
+		h.needProtection() // the IPC namespace comes with the user namespace
+		key := 0x7e5d0000 + os.Getpid()%0x10000
+		id, err := unix.SysvShmGet(key, 4096, unix.IPC_CREAT|0o666)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _, _ = unix.SysvShmCtl(id, unix.IPC_RMID, nil) })
+		h.probeFails("", "no such file or directory", "shm", strconv.Itoa(key))
 	})
 }
 

@@ -24,14 +24,18 @@ const (
 	retEPERM = unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)
 )
 
-// filter is the seccomp program (SPEC §8.3). Always: calls of another
-// architecture (i386 int 0x80, x32) fail with EPERM, as do ptrace and
-// io_uring, which can reach sockets seccomp never sees. With the network
-// off every socket call fails with EPERM but two: a socketpair of AF_UNIX
+// filter is the seccomp program (SPEC §8.3). Calls of another
+// architecture (i386 int 0x80, x32) fail with EPERM. So, always, do
+// ptrace and io_uring (which reaches sockets seccomp never sees), the
+// kernel keyrings (shared with processes outside), open_by_handle_at,
+// TIOCSTI, setting the set-user-ID or set-group-ID bit, and changing the
+// resource limits, priority or scheduling of another process (execd
+// itself is one: Landlock does not cover these). With the network off
+// every socket call fails with EPERM too but two: a socketpair of AF_UNIX
 // stream or seqpacket sockets, and sendto without an address, which is
-// send(2) on such a pair. socket(AF_UNIX) is refused too: a datagram
-// socket could sendmsg to any host socket by path, and with connect and
-// bind refused a program has no other use for one.
+// send(2) on such a pair. socket(AF_UNIX) is refused: a datagram socket
+// could sendmsg to any host socket by path, and with connect and bind
+// refused a program has no other use for one.
 func filter(network bool) []bpf.Instruction {
 	p := []bpf.Instruction{
 		bpf.LoadAbsolute{Off: offArch, Size: 4},
@@ -44,52 +48,88 @@ func filter(network bool) []bpf.Instruction {
 			bpf.JumpIf{Cond: bpf.JumpBitsNotSet, Val: x32Bit, SkipTrue: 1},
 			bpf.RetConstant{Val: retEPERM})
 	}
-	deny := append([]uint32(nil), alwaysDenied...)
-	if !network {
-		deny = append(deny, networkDenied...)
+	for _, nr := range alwaysDenied {
+		p = append(p, deny(nr)...)
 	}
-	for _, nr := range deny {
-		p = append(p,
-			bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: nr, SkipTrue: 1},
-			bpf.RetConstant{Val: retEPERM})
+	self := check{off: offArg0, vals: []uint32{0}} // pid 0: the caller
+	p = append(p, allowOnly(unix.SYS_PRLIMIT64, self)...)
+	for _, nr := range []uint32{unix.SYS_SCHED_SETAFFINITY, unix.SYS_SCHED_SETSCHEDULER, unix.SYS_SCHED_SETPARAM, unix.SYS_SCHED_SETATTR} {
+		p = append(p, allowOnly(nr, self)...)
 	}
+	p = append(p,
+		allowOnly(unix.SYS_SETPRIORITY, check{off: offArg0, vals: []uint32{unix.PRIO_PROCESS, unix.PRIO_PGRP}}, check{off: offArg1, vals: []uint32{0}})...)
+	p = append(p,
+		allowOnly(unix.SYS_IOPRIO_SET, check{off: offArg0, vals: []uint32{ioprioWhoProcess, ioprioWhoPgrp}}, check{off: offArg1, vals: []uint32{0}})...)
+	for _, c := range chmodCalls {
+		p = append(p, allowOnly(c.nr, check{off: offArg0 + 8*c.modeArg, mask: unix.S_ISUID | unix.S_ISGID, vals: []uint32{0}})...)
+	}
+	p = append(p,
+		bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: unix.SYS_IOCTL, SkipTrue: 3},
+		bpf.LoadAbsolute{Off: offArg1, Size: 4},
+		bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: unix.TIOCSTI, SkipTrue: 1},
+		bpf.RetConstant{Val: retEPERM},
+		bpf.LoadAbsolute{Off: offNR, Size: 4}) // back to the number
 	if !network {
-		p = append(p, socketpairRule()...)
-		p = append(p, sendtoRule()...)
+		for _, nr := range networkDenied {
+			p = append(p, deny(nr)...)
+		}
+		p = append(p, allowOnly(unix.SYS_SOCKETPAIR,
+			check{off: offArg0, vals: []uint32{unix.AF_UNIX}},
+			// SOCK_RAW would do: the kernel makes it SOCK_DGRAM.
+			check{off: offArg1, mask: unix.SOCK_NONBLOCK - 1, vals: []uint32{unix.SOCK_STREAM, unix.SOCK_SEQPACKET}})...)
+		p = append(p, allowOnly(unix.SYS_SENDTO, // the address is a pointer: both halves
+			check{off: offArg4, vals: []uint32{0}}, check{off: offArg4 + 4, vals: []uint32{0}})...)
 	}
 	return append(p, bpf.RetConstant{Val: retAllow})
 }
 
-// socketpairRule decides socketpair(domain, type, ...) with the syscall
-// number loaded: AF_UNIX, and not SOCK_DGRAM once the flag bits
-// (SOCK_NONBLOCK, SOCK_CLOEXEC) are masked off. Other calls fall through
-// with the number still loaded.
-func socketpairRule() []bpf.Instruction {
+// ioprio_set's "which" (linux/ioprio.h).
+const (
+	ioprioWhoProcess = 1
+	ioprioWhoPgrp    = 2
+)
+
+// deny refuses system call nr with EPERM; other calls fall through with
+// the number still loaded.
+func deny(nr uint32) []bpf.Instruction {
 	return []bpf.Instruction{
-		bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: sysSocketpair, SkipTrue: 7},
-		bpf.LoadAbsolute{Off: offArg0, Size: 4}, // int: the high half is ignored
-		bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: unix.AF_UNIX, SkipTrue: 3},
-		bpf.LoadAbsolute{Off: offArg1, Size: 4},
-		bpf.ALUOpConstant{Op: bpf.ALUOpAnd, Val: unix.SOCK_NONBLOCK - 1}, // SOCK_TYPE_MASK
-		bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: unix.SOCK_DGRAM, SkipTrue: 1},
+		bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: nr, SkipTrue: 1},
 		bpf.RetConstant{Val: retEPERM},
-		bpf.RetConstant{Val: retAllow},
 	}
 }
 
-// sendtoRule allows sendto(fd, buf, len, flags, NULL, ...), which can only
-// reach the peer of a connected socket, and refuses it with an address.
-// Other calls fall through with the number still loaded.
-func sendtoRule() []bpf.Instruction {
-	return []bpf.Instruction{
-		bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: sysSendto, SkipTrue: 6},
-		bpf.LoadAbsolute{Off: offArg4, Size: 4},
-		bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: 0, SkipTrue: 2},
-		bpf.LoadAbsolute{Off: offArg4 + 4, Size: 4}, // a pointer: both halves
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: 0, SkipTrue: 1},
-		bpf.RetConstant{Val: retEPERM},
-		bpf.RetConstant{Val: retAllow},
+// check passes when the 32-bit argument word at off, masked (if mask is
+// not 0), is one of vals.
+type check struct {
+	off  uint32
+	mask uint32
+	vals []uint32
+}
+
+// allowOnly allows system call nr when every check passes and refuses it
+// with EPERM otherwise; other calls fall through with the number still
+// loaded.
+func allowOnly(nr uint32, checks ...check) []bpf.Instruction {
+	var body []bpf.Instruction
+	var failing []int // jumps to patch to the EPERM return
+	for _, c := range checks {
+		body = append(body, bpf.LoadAbsolute{Off: c.off, Size: 4})
+		if c.mask != 0 {
+			body = append(body, bpf.ALUOpConstant{Op: bpf.ALUOpAnd, Val: c.mask})
+		}
+		for i, v := range c.vals {
+			// A match skips the other values, to the next check.
+			body = append(body, bpf.JumpIf{Cond: bpf.JumpEqual, Val: v, SkipTrue: uint8(len(c.vals) - 1 - i)})
+		}
+		failing = append(failing, len(body)-1) // no value matched
 	}
+	body = append(body, bpf.RetConstant{Val: retAllow}, bpf.RetConstant{Val: retEPERM})
+	for _, j := range failing {
+		jump := body[j].(bpf.JumpIf)
+		jump.SkipFalse = uint8(len(body) - 1 - j - 1)
+		body[j] = jump
+	}
+	return append([]bpf.Instruction{bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: nr, SkipTrue: uint8(len(body))}}, body...)
 }
 
 // installFilter installs the filter on every thread of the process

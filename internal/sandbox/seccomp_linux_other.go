@@ -6,10 +6,11 @@ package sandbox
 // calls go through socketcall, which needs its own filter): Probe reports
 // seccomp as unavailable, so enforced modes fail closed.
 const (
-	nativeArch    = 0
-	x32Bit        = 0
-	sysSocketpair = 0
-	sysSendto     = 0
+	nativeArch = 0
+	x32Bit     = 0
 )
 
-var alwaysDenied, networkDenied []uint32
+var (
+	alwaysDenied, networkDenied []uint32
+	chmodCalls                  []struct{ nr, modeArg uint32 }
+)

@@ -4,6 +4,7 @@ package sandbox
 
 import (
 	"encoding/binary"
+	"fmt"
 	"testing"
 
 	"golang.org/x/net/bpf"
@@ -84,8 +85,42 @@ func TestFilter(t *testing.T) {
 		{native("socketpair(AF_UNIX, SOCK_DGRAM|SOCK_NONBLOCK)", unix.SYS_SOCKETPAIR, unix.AF_UNIX, dgram|unix.SOCK_NONBLOCK), retEPERM, retAllow},
 		{native("socketpair(AF_INET, SOCK_STREAM)", unix.SYS_SOCKETPAIR, unix.AF_INET, stream), retEPERM, retAllow},
 		{native("socketpair(AF_INET with AF_UNIX in the high half)", unix.SYS_SOCKETPAIR, unix.AF_INET|unix.AF_UNIX<<32, stream), retEPERM, retAllow},
+		{native("socketpair(AF_UNIX, SOCK_RAW), which is a datagram pair", unix.SYS_SOCKETPAIR, unix.AF_UNIX, unix.SOCK_RAW), retEPERM, retAllow},
+		{native("socketpair(AF_UNIX, SOCK_RDM|SOCK_CLOEXEC)", unix.SYS_SOCKETPAIR, unix.AF_UNIX, unix.SOCK_RDM | unix.SOCK_CLOEXEC), retEPERM, retAllow},
 		{native("recvfrom", unix.SYS_RECVFROM), retAllow, retAllow},
+		{native("keyctl", unix.SYS_KEYCTL), retEPERM, retEPERM},
+		{native("add_key", unix.SYS_ADD_KEY), retEPERM, retEPERM},
+		{native("request_key", unix.SYS_REQUEST_KEY), retEPERM, retEPERM},
+		{native("open_by_handle_at", unix.SYS_OPEN_BY_HANDLE_AT), retEPERM, retEPERM},
+		{native("prlimit64 of itself", unix.SYS_PRLIMIT64, 0, unix.RLIMIT_NOFILE), retAllow, retAllow},
+		{native("prlimit64 of another process", unix.SYS_PRLIMIT64, 4321, unix.RLIMIT_AS), retEPERM, retEPERM},
+		{native("sched_setaffinity of itself", unix.SYS_SCHED_SETAFFINITY, 0), retAllow, retAllow},
+		{native("sched_setaffinity of another process", unix.SYS_SCHED_SETAFFINITY, 4321), retEPERM, retEPERM},
+		{native("sched_setattr of another process", unix.SYS_SCHED_SETATTR, 4321), retEPERM, retEPERM},
+		{native("setpriority of itself", unix.SYS_SETPRIORITY, unix.PRIO_PROCESS, 0, 10), retAllow, retAllow},
+		{native("setpriority of its group", unix.SYS_SETPRIORITY, unix.PRIO_PGRP, 0, 10), retAllow, retAllow},
+		{native("setpriority of another process", unix.SYS_SETPRIORITY, unix.PRIO_PROCESS, 4321, 10), retEPERM, retEPERM},
+		{native("setpriority of the whole user", unix.SYS_SETPRIORITY, unix.PRIO_USER, 0, 10), retEPERM, retEPERM},
+		{native("ioprio_set of itself", unix.SYS_IOPRIO_SET, 1, 0), retAllow, retAllow},
+		{native("ioprio_set of the whole user", unix.SYS_IOPRIO_SET, 3, 0), retEPERM, retEPERM},
+		{native("ioprio_set of another process", unix.SYS_IOPRIO_SET, 1, 4321), retEPERM, retEPERM},
+		{native("fchmod 0755", unix.SYS_FCHMOD, 3, 0o755), retAllow, retAllow},
+		{native("fchmod sticky", unix.SYS_FCHMOD, 3, 0o1777), retAllow, retAllow},
+		{native("fchmod set-user-ID", unix.SYS_FCHMOD, 3, 0o4755), retEPERM, retEPERM},
+		{native("fchmodat set-group-ID", unix.SYS_FCHMODAT, 3, 0x1000, 0o2755), retEPERM, retEPERM},
+		{native("fchmodat2 set-user-ID", unix.SYS_FCHMODAT2, 3, 0x1000, 0o4700, 0), retEPERM, retEPERM},
+		{native("fchmodat2 0644", unix.SYS_FCHMODAT2, 3, 0x1000, 0o644, 0), retAllow, retAllow},
+		{native("ioctl TIOCSTI", unix.SYS_IOCTL, 0, unix.TIOCSTI), retEPERM, retEPERM},
+		{native("ioctl TCGETS", unix.SYS_IOCTL, 0, unix.TCGETS), retAllow, retAllow},
 		{native("sendmsg", unix.SYS_SENDMSG), retAllow, retAllow},
+	}
+	for _, c := range chmodCalls { // chmod itself exists on amd64 only
+		args := []uint64{3, 3, 3}
+		args[c.modeArg] = 0o4755
+		tests = append(tests, struct {
+			c             call
+			netOff, netOn uint32
+		}{native(fmt.Sprintf("call %d set-user-ID", c.nr), c.nr, args...), retEPERM, retEPERM})
 	}
 	if x32Bit != 0 {
 		tests = append(tests, struct {

@@ -49,14 +49,14 @@ func probeSeccomp() (bool, string) {
 	return true, ""
 }
 
-// addNamespaces makes the helper start in new user and mount namespaces,
-// and a new network namespace unless network is allowed, with the
+// addNamespaces makes the helper start in new user, mount and IPC
+// namespaces, and a new network namespace unless network is allowed, with the
 // caller's uid and gid mapped to themselves. CAP_SYS_ADMIN in the new
 // namespace is kept across the helper's exec as an ambient capability,
 // so it can mount even when the caller is not root; the helper drops it
 // before it execs the command.
 func addNamespaces(a *syscall.SysProcAttr, network bool) {
-	a.Cloneflags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS
+	a.Cloneflags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWIPC
 	if !network {
 		a.Cloneflags |= syscall.CLONE_NEWNET
 	}

@@ -9,12 +9,18 @@
 //	sandboxprobe io-uring             io_uring_setup
 //	sandboxprobe connect-unix PATH    connect to a pathname stream socket
 //	sandboxprobe connect-abstract NAME connect to an abstract stream socket
-//	sandboxprobe sendto-unix PATH     send a datagram to a socket by path
+//	sandboxprobe sendto-unix PATH     send a datagram to a socket by path, every way
 //	sandboxprobe netlink              open a route netlink socket
 //	sandboxprobe pidfd-getfd PID FD   take descriptor FD of process PID
 //	sandboxprobe vm-read PID          read PID's memory (process_vm_readv)
 //	sandboxprobe kill PID             send SIGTERM to PID
 //	sandboxprobe umount PATH          unmount PATH
+//	sandboxprobe prlimit PID          set PID's open file limit (to its value)
+//	sandboxprobe renice PID           set PID's nice value to 19
+//	sandboxprobe keyring              look up the user keyring
+//	sandboxprobe chmod-suid PATH      set PATH's set-user-ID bit
+//	sandboxprobe shm KEY              attach the System V shared memory of KEY
+//	sandboxprobe tiocsti              push a character into the terminal's input
 package main
 
 import (
@@ -82,6 +88,32 @@ func probe(name string, args []string) error {
 		return unix.Kill(num(0), unix.SIGTERM)
 	case "umount":
 		return unix.Unmount(arg(0), unix.MNT_DETACH)
+	case "prlimit":
+		var lim unix.Rlimit
+		if err := unix.Prlimit(num(0), unix.RLIMIT_NOFILE, nil, &lim); err != nil {
+			return fmt.Errorf("read: %w", err)
+		}
+		return unix.Prlimit(num(0), unix.RLIMIT_NOFILE, &lim, nil)
+	case "renice":
+		return unix.Setpriority(unix.PRIO_PROCESS, num(0), 19)
+	case "keyring":
+		_, err := unix.KeyctlInt(unix.KEYCTL_GET_KEYRING_ID, unix.KEY_SPEC_USER_KEYRING, 0, 0, 0)
+		return err
+	case "chmod-suid":
+		return unix.Chmod(arg(0), 0o4755)
+	case "shm":
+		id, err := unix.SysvShmGet(num(0), 0, 0)
+		if err != nil {
+			return err
+		}
+		b, err := unix.SysvShmAttach(id, 0, 0)
+		if err != nil {
+			return err
+		}
+		return unix.SysvShmDetach(b)
+	case "tiocsti":
+		c := byte('#')
+		return unix.IoctlSetPointerInt(0, unix.TIOCSTI, int(c))
 	}
 	fmt.Fprintf(os.Stderr, "sandboxprobe: unknown probe %q\n", name)
 	os.Exit(2)
@@ -108,20 +140,35 @@ func connect(sa *unix.SockaddrUnix) error {
 	return unix.Connect(fd, sa)
 }
 
-// sendto tries both ways to send a datagram by path: from a socket of its
-// own and from one end of a datagram socketpair.
+// sendto tries every way to send a datagram by path: from a datagram
+// socket of its own, and from one end of a datagram or raw socketpair
+// (the kernel makes AF_UNIX SOCK_RAW a datagram socket).
 func sendto(path string) error {
-	if fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM, 0); err == nil {
+	to := &unix.SockaddrUnix{Name: path}
+	var errs []error
+	if fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM, 0); err != nil {
+		errs = append(errs, fmt.Errorf("socket: %w", err))
+	} else {
 		defer unix.Close(fd)
-		return unix.Sendto(fd, []byte("x"), 0, &unix.SockaddrUnix{Name: path})
+		if err := unix.Sendto(fd, []byte("x"), 0, to); err == nil {
+			return nil
+		}
 	}
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_DGRAM, 0)
-	if err != nil {
-		return fmt.Errorf("socket and socketpair: %w", err)
+	for _, typ := range []int{unix.SOCK_DGRAM, unix.SOCK_RAW} {
+		fds, err := unix.Socketpair(unix.AF_UNIX, typ, 0)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("socketpair type %d: %w", typ, err))
+			continue
+		}
+		defer unix.Close(fds[0])
+		defer unix.Close(fds[1])
+		if err := unix.Sendmsg(fds[0], []byte("x"), nil, to, 0); err == nil {
+			return nil
+		} else {
+			errs = append(errs, fmt.Errorf("sendmsg from a type %d pair: %w", typ, err))
+		}
 	}
-	defer unix.Close(fds[0])
-	defer unix.Close(fds[1])
-	return unix.Sendto(fds[0], []byte("x"), 0, &unix.SockaddrUnix{Name: path})
+	return errors.Join(errs...)
 }
 
 func pidfdGetfd(pid, target int) error {
