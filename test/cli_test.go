@@ -92,6 +92,22 @@ func TestRunFailsClosedWithoutLandlock(t *testing.T) {
 	}
 }
 
+// Where user namespaces exist but mounting in them is refused (AppArmor's
+// restriction of unprivileged user namespaces, say), the probe finds out:
+// doctor warns that protected paths are not enforced, and commands run
+// under Landlock and seccomp alone instead of failing.
+func TestWhereMountingInUserNamespacesIsRefused(t *testing.T) {
+	r := runCLIWith(t, "", withoutMountSetattr, "doctor")
+	if r.code != 0 || !strings.Contains(r.stdout, "user namespaces:   no (mounting in a user namespace fails") ||
+		!strings.Contains(r.stdout, "NOT ENFORCED") || !strings.Contains(r.stdout, "metadata:          NOT PROTECTED") || !strings.Contains(r.stdout, "self-test:") {
+		t.Errorf("doctor: %+v; want exit 0, user namespaces refused and protected paths unenforced", r)
+	}
+	r = runCLIWith(t, "", withoutMountSetattr, "sandbox", "--", "sh", "-c", "echo x > f && cat f && echo y > /etc/execd-it-x")
+	if r.code == 0 || r.stdout != "x\n" || !strings.Contains(r.stderr, "Permission denied") {
+		t.Errorf("sandbox: %+v; want the workspace writable and /etc not", r)
+	}
+}
+
 func TestRunKillsBackgroundDescendantsAtExit(t *testing.T) {
 	const marker = "sleep 7501.5"
 	r := runCLI(t, fullAccess, "run", "--", "sh", "-c", marker+" & setsid "+marker+" & echo started")

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sys/unix"
 )
 
@@ -249,13 +250,74 @@ func TestEscapeAliases(t *testing.T) {
 		outside := h.path("outside")
 		h.mkdir(outside)
 		runCases(t, h, []sandboxCase{
-			{name: "/proc/self/root", config: noTmp, script: "echo x > /proc/self/root" + outside + "/f", say: "Permission denied"},
-			{name: "/proc/self/cwd/..", config: noTmp, script: "echo x > /proc/self/cwd/../outside/f", say: "Permission denied"},
-			{name: "hard link out of the workspace", config: noTmp, script: "echo x > f && ln f " + outside + "/f", say: "Permission denied"},
-			{name: "rename out of the workspace", config: noTmp, script: "echo x > g && mv g " + outside + "/g", say: "Permission denied"},
+			{name: "/proc/self/root", config: noTmp, script: "echo x > /proc/self/root" + outside + "/f", say: denied},
+			{name: "/proc/self/cwd/..", config: noTmp, script: "echo x > /proc/self/cwd/../outside/f", say: denied},
+			{name: "hard link out of the workspace", config: noTmp, script: "echo x > f && ln f " + outside + "/f", say: denied},
+			{name: "rename out of the workspace", config: noTmp, script: "echo x > g && mv g " + outside + "/g", say: denied},
 		})
 		if _, err := os.Stat(filepath.Join(outside, "f")); err == nil {
 			t.Error("a file was created outside the writable roots")
+		}
+	})
+}
+
+// Landlock has no right for changing modes, times or extended
+// attributes: outside the writable roots a read-only mount refuses them.
+func TestEscapeMetadataOutsideRoots(t *testing.T) {
+	asEachUser(t, func(t *testing.T, h *sandboxHost) {
+		h.needProtection() // the read-only mounts come with the mount namespace
+		outside := h.path("outside")
+		h.mkdir(outside)
+		file := filepath.Join(outside, "f")
+		h.writeFile(file, "x")
+		before, err := os.Stat(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runCases(t, h, []sandboxCase{
+			{name: "chmod", config: noTmp, script: "chmod 777 " + file, say: denied},
+			{name: "touch -d", config: noTmp, script: "touch -d 2001-01-01 " + file, say: denied},
+			{name: "setxattr", config: noTmp, script: "python3 -c 'import os; os.setxattr(\"" + file + "\", \"user.x\", b\"1\")'", say: denied},
+			{name: "chmod in a root", script: "touch g && chmod 600 g && touch -d 2001-01-01 g", ok: true},
+		})
+		after, err := os.Stat(file)
+		if err != nil || after.Mode() != before.Mode() || !after.ModTime().Equal(before.ModTime()) {
+			t.Errorf("%s changed: %v %v -> %v %v", file, before.Mode(), before.ModTime(), after.Mode(), after.ModTime())
+		}
+	})
+}
+
+// A command that can write a root's parent (the workspace is under /tmp)
+// swaps the root for a symlink to /, or for a fresh directory whose .git
+// is not protected: the next command must not get / or an unprotected
+// repository as its root. (The root itself is a mount point in the
+// sandbox and cannot be renamed; its parent can.)
+func TestEscapeSwappedRoot(t *testing.T) {
+	asEachUser(t, func(t *testing.T, h *sandboxHost) {
+		for _, swap := range []string{`ln -s / "$PWD"`, `mkdir "$PWD"`} {
+			cmd := h.command("", "serve")
+			cmd.Stderr = &testLog{t: t}
+			cs := connect(t, cmd, nil, &mcp.ClientSessionOptions{ProtocolVersion: "2025-06-18"})
+			res, text, _ := callTool(t, cs, "shell_command", map[string]any{"login": false,
+				"command": `mv "$PWD" "$PWD.moved" 2>/dev/null && exit 9; d=$(dirname "$PWD"); mv "$d" "$d.old" && mkdir "$d" && ` + swap})
+			if res.IsError {
+				t.Fatalf("swap: %s", text)
+			}
+			res, text, _ = callTool(t, cs, "shell_command", map[string]any{"command": "touch /etc/execd-swapped-root", "login": false})
+			if !res.IsError || !strings.Contains(text, "sandbox setup failed at roots") || !strings.Contains(text, "not the directory it was") {
+				t.Errorf("after %s: %q; want the launch refused", swap, text)
+			}
+			if _, err := os.Stat("/etc/execd-swapped-root"); err == nil {
+				os.Remove("/etc/execd-swapped-root")
+				t.Errorf("after %s: a command wrote /etc", swap)
+			}
+			// Put the directory back for the next round.
+			if err := os.RemoveAll(h.dir); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(h.dir+".old", h.dir); err != nil {
+				t.Fatal(err)
+			}
 		}
 	})
 }

@@ -28,8 +28,8 @@ var execdBin, probeBin string
 const waitLimit = 15 * time.Second
 
 func TestMain(m *testing.M) {
-	if os.Getenv(denyLandlockEnv) != "" {
-		denyLandlockMain()
+	if os.Getenv(denyEnv) != "" {
+		denyMain()
 	}
 	dir, err := os.MkdirTemp("", "execd-it-")
 	if err != nil {
@@ -100,8 +100,13 @@ func cleanEnv(dir string) []string {
 			env = append(env, kv)
 		}
 	}
-	return append(env, "XDG_CONFIG_HOME="+dir, "HOME="+dir)
+	return append(env, "XDG_CONFIG_HOME="+dir, "HOME="+dir, noRaceExitSleep)
 }
+
+// noRaceExitSleep stops a -race build from sleeping a second at exit
+// (the race detector's default, to let other goroutines report): execd
+// exits, and its probe and helper start, in every test.
+const noRaceExitSleep = "GORACE=atexit_sleep_ms=0"
 
 // testLog writes the daemon's stderr to the test log.
 type testLog struct {

@@ -23,14 +23,27 @@ type sandboxCase struct {
 	flags  []string
 	script string
 	ok     bool   // exit 0
-	say    string // in stdout or stderr
+	say    string // in stdout or stderr; "a|b" means either
+}
+
+// denied is what a refused write says: the read-only mount refuses it
+// first, or Landlock where there are no namespaces.
+const denied = "Read-only file system|Permission denied"
+
+func says(out, want string) bool {
+	for _, w := range strings.Split(want, "|") {
+		if strings.Contains(out, w) {
+			return true
+		}
+	}
+	return false
 }
 
 func runCases(t *testing.T, h *sandboxHost, cases []sandboxCase) {
 	t.Helper()
 	for _, c := range cases {
 		r := h.sh(c.config, c.script, c.flags...)
-		if (r.code == 0) != c.ok || !strings.Contains(r.stdout+r.stderr, c.say) {
+		if (r.code == 0) != c.ok || !says(r.stdout+r.stderr, c.say) {
 			t.Errorf("%s: `%s` exited %d, stdout %q, stderr %q; want success %v saying %q",
 				c.name, c.script, r.code, r.stdout, r.stderr, c.ok, c.say)
 		}
@@ -48,12 +61,12 @@ func TestSandboxWrites(t *testing.T) {
 		t.Cleanup(func() { os.Remove(tmpFile) })
 		runCases(t, h, []sandboxCase{
 			{name: "write in the workspace", script: "echo x > f && cat f && rm f", ok: true, say: "x"},
-			{name: "write outside the roots", config: noTmp, script: "echo x > " + outside + "/f", say: "Permission denied"},
-			{name: "mkdir outside the roots", config: noTmp, script: "mkdir " + outside + "/d", say: "Permission denied"},
+			{name: "write outside the roots", config: noTmp, script: "echo x > " + outside + "/f", say: denied},
+			{name: "mkdir outside the roots", config: noTmp, script: "mkdir " + outside + "/d", say: denied},
 			{name: "/tmp is a root", script: "echo x > " + tmpFile, ok: true},
-			{name: "/tmp excluded", config: noTmp, script: "echo x > " + tmpFile + ".2", say: "Permission denied"},
+			{name: "/tmp excluded", config: noTmp, script: "echo x > " + tmpFile + ".2", say: denied},
 			{name: "an extra root", config: noTmp, flags: []string{"--writable", outside}, script: "echo x > " + outside + "/g", ok: true},
-			{name: "read-only denies the workspace", flags: []string{"--mode", "read-only"}, script: "echo x > f", say: "Permission denied"},
+			{name: "read-only denies the workspace", flags: []string{"--mode", "read-only"}, script: "echo x > f", say: denied},
 			{name: "read-only keeps the devices", flags: []string{"--mode", "read-only"},
 				script: "echo x > /dev/null && head -c 4 /dev/urandom | wc -c", ok: true, say: "4"},
 		})
@@ -77,10 +90,13 @@ func TestSandboxProtectedPaths(t *testing.T) {
 			t.Fatal(err)
 		}
 		h.chown(filepath.Join(h.work, ".codex"))
-		// A second workspace whose .git file names a gitdir in /tmp.
-		gitdir := h.path("repo.git")
-		h.mkdir(gitdir, h.path("wt"))
+		// A worktree: its .git file names a gitdir in /tmp, whose
+		// commondir names the main repository's .git, with the hooks.
+		common := h.path("main/.git")
+		gitdir := filepath.Join(common, "worktrees", "wt")
+		h.mkdir(gitdir, filepath.Join(common, "hooks"), h.path("wt"))
 		h.writeFile(filepath.Join(gitdir, "HEAD"), "ref: refs/heads/main\n")
+		h.writeFile(filepath.Join(gitdir, "commondir"), "../..\n")
 		h.writeFile(h.path("wt/.git"), "gitdir: "+gitdir+"\n")
 		runCases(t, h, []sandboxCase{
 			{name: ".git/config", script: "echo x >> .git/config", say: "Read-only file system"},
@@ -93,6 +109,8 @@ func TestSandboxProtectedPaths(t *testing.T) {
 			{name: "write through the .codex symlink", script: "echo x > .codex/f", say: "Read-only file system"},
 			{name: "write the decoy directly", script: "echo x > " + decoy + "/f", say: "Read-only file system"},
 			{name: "a .git file's gitdir", flags: []string{"--writable", h.path("wt")}, script: "echo x > " + gitdir + "/HEAD", say: "Read-only file system"},
+			{name: "a worktree's common dir", flags: []string{"--writable", h.path("wt")}, script: "echo x > " + common + "/hooks/post-checkout",
+				say: "Read-only file system"},
 		})
 		if b, _ := os.ReadFile(filepath.Join(git, "config")); string(b) != "[core]\n" {
 			t.Errorf(".git/config = %q after the attempts", b)
@@ -100,7 +118,8 @@ func TestSandboxProtectedPaths(t *testing.T) {
 		if b, _ := os.ReadFile(filepath.Join(gitdir, "HEAD")); string(b) != "ref: refs/heads/main\n" {
 			t.Errorf("the gitdir's HEAD = %q after the attempts", b)
 		}
-		for _, p := range []string{filepath.Join(git, "hooks", "x"), filepath.Join(git, "hooks", "pre-commit"), filepath.Join(decoy, "f")} {
+		for _, p := range []string{filepath.Join(git, "hooks", "x"), filepath.Join(git, "hooks", "pre-commit"), filepath.Join(decoy, "f"),
+			filepath.Join(common, "hooks", "post-checkout")} {
 			if _, err := os.Lstat(p); err == nil {
 				t.Errorf("%s was created", p)
 			}
@@ -108,6 +127,27 @@ func TestSandboxProtectedPaths(t *testing.T) {
 		if target, err := os.Readlink(filepath.Join(h.work, ".codex")); err != nil || target != decoy {
 			t.Errorf(".codex -> %q (%v), want the decoy", target, err)
 		}
+	})
+}
+
+// Programs that allocate terminals work in the sandbox.
+func TestSandboxTerminals(t *testing.T) {
+	asEachUser(t, func(t *testing.T, h *sandboxHost) {
+		runCases(t, h, []sandboxCase{
+			{name: "script", script: "script -qc 'echo in-script' /dev/null", ok: true, say: "in-script"},
+			{name: "python pty", ok: true, say: "child on /dev/pts/",
+				// The child waits for a line, so that its output is read
+				// before its end closes the terminal (reads then fail
+				// with EIO).
+				script: `python3 -c 'import os, pty, sys
+pid, fd = pty.fork()
+if pid == 0:
+    print("child on", os.ttyname(0), flush=True); sys.stdin.readline(); os._exit(0)
+out = b""
+while b"\n" not in out:
+    out += os.read(fd, 100)
+print(out.decode()); os.write(fd, b"\n"); os.waitpid(pid, 0)'`},
+		})
 	})
 }
 
@@ -215,7 +255,7 @@ func TestSandboxThroughTheTools(t *testing.T) {
 			t.Errorf("terminal session: %+v", st)
 		}
 		res, text, est := callTool(t, cs, "shell_command", map[string]any{"command": "echo x > /etc/execd-it-denied", "login": false})
-		if !res.IsError || est == nil || !est.SandboxDenied || !strings.Contains(text, "Permission denied") {
+		if !res.IsError || est == nil || !est.SandboxDenied || !says(text, denied) {
 			t.Errorf("a denied write: isError %v %q %+v; want sandbox_denied", res.IsError, text, est)
 		}
 		_, _, est = callTool(t, cs, "shell_command", map[string]any{"command": "exit 1", "login": false})

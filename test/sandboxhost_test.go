@@ -70,7 +70,7 @@ func newSandboxHost(t *testing.T, asNobody bool) *sandboxHost {
 		if err := os.Chmod(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		h.chown(h.work, filepath.Join(dir, "home"))
+		h.chown(dir, h.work, filepath.Join(dir, "home"))
 	}
 	h.support = h.doctor()
 	if strings.Contains(h.support["sandbox"], "CANNOT BE ENFORCED") {
@@ -135,7 +135,7 @@ func (h *sandboxHost) command(config string, args ...string) *exec.Cmd {
 		argv = append([]string{"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"}, argv...)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + h.path("home"), "XDG_CONFIG_HOME=" + h.path("home"), "LANG=C"}
+	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + h.path("home"), "XDG_CONFIG_HOME=" + h.path("home"), "LANG=C", noRaceExitSleep}
 	return cmd
 }
 

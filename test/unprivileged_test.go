@@ -50,7 +50,7 @@ func execdAsNobody(t *testing.T) *mcp.ClientSession {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", bin, "--config", cfg, "--cwd", dir)
-	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + dir, "XDG_CONFIG_HOME=" + dir}
+	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + dir, "XDG_CONFIG_HOME=" + dir, noRaceExitSleep}
 	cmd.Stderr = &testLog{t: t}
 	return connect(t, cmd, nil, &mcp.ClientSessionOptions{ProtocolVersion: "2025-06-18"})
 }

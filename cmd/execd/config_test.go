@@ -260,7 +260,8 @@ func TestSandboxCommandFlags(t *testing.T) {
 		{[]string{"--writable", "."}, "", "workspace-write", false},
 		{[]string{"--mode", "yolo"}, `--mode: unknown sandbox mode "yolo"`, "", false},
 		{[]string{"--mode", "read-only", "--sandbox", "danger-full-access"}, "disagree", "", false},
-		{[]string{"--writable", "missing"}, "--writable missing: not a directory", "", false},
+		{[]string{"--writable", "missing"}, "--writable missing: no such file or directory", "", false},
+		{[]string{"--writable", "/etc/passwd"}, "--writable /etc/passwd: not a directory", "", false},
 	}
 	for _, tt := range tests {
 		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -67,7 +68,11 @@ func applySandboxFlags(fs *pflag.FlagSet, cfg *config) error {
 		if !filepath.IsAbs(abs) {
 			abs = filepath.Join(cfg.Cwd, d)
 		}
-		if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+		fi, err := os.Stat(abs)
+		switch {
+		case err != nil:
+			return fmt.Errorf("--writable %s: %w", d, errors.Unwrap(err))
+		case !fi.IsDir():
 			return fmt.Errorf("--writable %s: not a directory", d)
 		}
 		cfg.Sandbox.WritableRoots = append(cfg.Sandbox.WritableRoots, abs)
@@ -206,6 +211,10 @@ func (d *doctor) sandbox() bool {
 	if mode == sandbox.WorkspaceWrite {
 		d.line("writable roots", "%s", strings.Join(d.orch.WritableRoots(), ", "))
 		d.protected(sup)
+	}
+	if sup.OS == "linux" && !sup.UserNS {
+		d.line("metadata", "NOT PROTECTED (warning): without user namespaces a command may change the mode, times and "+
+			"extended attributes of files outside the writable roots, and reach the host's System V IPC")
 	}
 	return d.selfTest()
 }

@@ -2,6 +2,8 @@ package orchestrator
 
 import (
 	"errors"
+	"fmt"
+	"io/fs"
 	"os/exec"
 	"syscall"
 	"time"
@@ -25,7 +27,7 @@ type SandboxPolicy struct {
 
 // initSandbox learns what the host supports (probing it unless given) and
 // decides how commands will be confined. env is the commands' environment
-// (for $TMPDIR).
+// (for $TMPDIR). New logs the outcome once the shell is known.
 func (o *Orchestrator) initSandbox(given *sandbox.Support, env []string) {
 	if given != nil {
 		o.support = *given
@@ -39,18 +41,21 @@ func (o *Orchestrator) initSandbox(given *sandbox.Support, env []string) {
 	}
 	o.sandboxErr = o.support.Check(o.sandbox.Mode)
 	o.roots = o.sandbox.Roots(o.cwd, env)
-	o.logSupport()
 }
 
 func (o *Orchestrator) logSupport() {
 	fields := []zap.Field{
 		zap.String("mode", string(o.sandbox.Mode)),
 		zap.Bool("network_access", o.sandbox.NetworkAccess),
-		zap.Strings("writable_roots", o.roots),
+		zap.Strings("writable_roots", sandbox.RootPaths(o.roots)),
 		zap.Bool("orphans_adopted", o.reaper.Adopts()),
+		zap.String("shell", o.shell.Path),
 	}
 	if o.sandbox.Mode.Enforced() {
 		fields = append(fields, zap.String("support", o.support.Describe()))
+	}
+	if o.sandbox.Mode == sandbox.WorkspaceWrite && o.cwd == "/" {
+		o.log.Warn("cwd is /, which workspace-write never makes writable: set cwd (--cwd) to the project")
 	}
 	switch {
 	case o.sandboxErr == nil:
@@ -109,7 +114,7 @@ func (o *Orchestrator) ProtectedNames() []string {
 func (o *Orchestrator) Support() sandbox.Support { return o.support }
 
 // WritableRoots returns where commands may write under workspace-write.
-func (o *Orchestrator) WritableRoots() []string { return o.roots }
+func (o *Orchestrator) WritableRoots() []string { return sandbox.RootPaths(o.roots) }
 
 // start starts cmd through the reaper, inside the sandbox when one is
 // enforced, and returns once the command itself runs (the helper has
@@ -120,24 +125,33 @@ func (o *Orchestrator) start(cmd *exec.Cmd) error {
 		return o.reaper.Start(cmd)
 	}
 	policy := sandbox.Policy{
-		Mode:          o.sandbox.Mode,
-		Network:       o.sandbox.NetworkAccess,
-		WritableRoots: o.roots,
-		Protected:     sandbox.ProtectedPaths(o.roots, o.sandbox.ProtectedNames),
+		Mode:           o.sandbox.Mode,
+		Network:        o.sandbox.NetworkAccess,
+		Roots:          o.roots,
+		ProtectedNames: o.sandbox.ProtectedNames,
 	}
+	program, args, dir := cmd.Path, cmd.Args, cmd.Dir
 	launch, err := sandbox.Wrap(cmd, policy, o.support)
 	if err != nil {
 		return &sandbox.SetupError{Stage: "prepare", Err: err}
 	}
 	err = o.reaper.Start(cmd)
-	launch.Started()
+	launch.Started(err)
+	// From here on cmd stands for the command, which the helper becomes:
+	// logs and errors name it, not the helper.
+	cmd.Path, cmd.Args, cmd.Dir = program, args, dir
 	switch {
 	case errors.Is(err, reaper.ErrClosed):
 		return err
 	case err != nil:
-		// The program is the helper, this binary: its start failing is
-		// the sandbox's problem (namespaces refused since the probe, say).
-		return &sandbox.SetupError{Stage: "start", Err: err}
+		// The program started is the helper, this binary: its start
+		// failing is the sandbox's problem (namespaces refused since the
+		// probe, say).
+		var pe *fs.PathError // "fork/exec /proc/self/exe: ..." names the helper
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return &sandbox.SetupError{Stage: "start", Err: fmt.Errorf("start the sandbox helper for %s: %w", program, err)}
 	}
 	if err := launch.Await(helperTimeout); err != nil {
 		_ = o.reaper.Signal(cmd, syscall.SIGKILL)

@@ -46,7 +46,7 @@ type Orchestrator struct {
 	cwd        string
 	sandbox    SandboxPolicy
 	support    sandbox.Support
-	roots      []string // writable roots of workspace-write, resolved at start
+	roots      []sandbox.Root // writable roots of workspace-write, resolved at start
 	shell      Shell
 	env        []string // the environment every command gets, built once
 	sessionEnv []string // env with the session overrides

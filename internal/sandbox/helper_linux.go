@@ -35,9 +35,21 @@ func HelperMain() int {
 	}
 	status := os.NewFile(statusFD, "status")
 	unix.CloseOnExec(statusFD) // EOF on exec is the success signal
-	stage, err := runHelper()
+	stage, err := runHelperSafely()
 	report(status, stage, err)
 	return setupExitCode
+}
+
+// runHelperSafely turns a panic into a report. (A helper killed before it
+// execs, say by the OOM killer, reports nothing: its exit status is then
+// taken for the command's.)
+func runHelperSafely() (stage string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			stage, err = "helper", fmt.Errorf("panic: %v", r)
+		}
+	}()
+	return runHelper()
 }
 
 // runHelper only returns on failure, with the stage that failed.
@@ -46,8 +58,12 @@ func runHelper() (string, error) {
 	if err != nil {
 		return "policy", err
 	}
+	roots, err := openRoots(p.Roots)
+	if err != nil {
+		return "roots", err
+	}
 	if p.Namespaces {
-		if err := protect(p.Protected); err != nil {
+		if roots, err = isolateMounts(p, roots); err != nil {
 			return "mount", err
 		}
 	}
@@ -62,7 +78,7 @@ func runHelper() (string, error) {
 	if err := dropCapabilities(); err != nil {
 		return "capabilities", err
 	}
-	if err := restrictFS(p); err != nil {
+	if err := restrictFS(p, roots); err != nil {
 		return "landlock", err
 	}
 	if err := installFilter(p.Network); err != nil {

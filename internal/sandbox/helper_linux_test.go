@@ -46,7 +46,7 @@ func runWrapped(t *testing.T, sup Support, p Policy, dir string, argv ...string)
 		t.Fatal(err)
 	}
 	err = cmd.Start()
-	l.Started()
+	l.Started(err)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,6 +58,21 @@ func runWrapped(t *testing.T, sup Support, p Policy, dir string, argv ...string)
 	return out.String(), cmd.ProcessState.ExitCode(), nil
 }
 
+// roots returns dirs as writable roots.
+func roots(t *testing.T, dirs ...string) []Root {
+	t.Helper()
+	var out []Root
+	for _, d := range dirs {
+		fi, err := os.Stat(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dev, ino := fileID(fi)
+		out = append(out, Root{Path: d, Dev: dev, Ino: ino})
+	}
+	return out
+}
+
 func TestHelperExecsTheCommandItself(t *testing.T) {
 	sup := hostSupport(t)
 	dir, _ := filepath.EvalSymlinks(t.TempDir())
@@ -65,7 +80,7 @@ func TestHelperExecsTheCommandItself(t *testing.T) {
 	cmd.Dir, cmd.Env = dir, []string{"FOO=bar"}
 	var out bytes.Buffer
 	cmd.Stdout = &out
-	l, err := Wrap(cmd, Policy{Mode: WorkspaceWrite, WritableRoots: []string{dir}}, sup)
+	l, err := Wrap(cmd, Policy{Mode: WorkspaceWrite, Roots: roots(t, dir)}, sup)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +88,7 @@ func TestHelperExecsTheCommandItself(t *testing.T) {
 		t.Errorf("the helper's argv %q or env %q carries the policy", cmd.Args, cmd.Env)
 	}
 	err = cmd.Start()
-	l.Started()
+	l.Started(err)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +149,7 @@ func TestHelperEnforces(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(root, ".git"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	ws := Policy{Mode: WorkspaceWrite, WritableRoots: []string{root}, Protected: []string{filepath.Join(root, ".git")}}
+	ws := Policy{Mode: WorkspaceWrite, Roots: roots(t, root), ProtectedNames: []string{".git"}}
 	wsNet := ws
 	wsNet.Network = true
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

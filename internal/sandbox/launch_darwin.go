@@ -21,17 +21,21 @@ type Launch struct{}
 // Wrap runs cmd under sandbox-exec with the profile of p. Protected paths
 // and the network are in the profile; there are no namespaces.
 func Wrap(cmd *exec.Cmd, p Policy, _ Support) (*Launch, error) {
-	p.WritableRoots = append([]string(nil), p.WritableRoots...)
-	args := append([]string{"sandbox-exec", "-p", SeatbeltProfile(p), "--", cmd.Path}, cmd.Args[1:]...)
+	roots := RootPaths(p.Roots)
+	profile := SeatbeltProfile(roots, ProtectedPaths(roots, p.ProtectedNames), p.Network)
+	args := append([]string{"sandbox-exec", "-p", profile, "--", cmd.Path}, cmd.Args[1:]...)
 	cmd.Path, cmd.Args = sandboxExec, args
 	return &Launch{}, nil
 }
 
 // Started does nothing.
-func (*Launch) Started() {}
+func (*Launch) Started(error) {}
 
 // Await returns at once.
 func (*Launch) Await(time.Duration) error { return nil }
 
 // HelperMain is not used on macOS.
 func HelperMain() int { return 125 }
+
+// probeMain has nothing to probe here.
+func probeMain() int { return 0 }

@@ -24,9 +24,12 @@ type Launch struct {
 // unchanged) into an invocation of the helper that enforces p and then
 // execs cmd. Start cmd as usual, call Started, then Await: the command
 // runs only when Await returns nil. With sup.UserNS the helper runs in
-// new namespaces when p protects paths or cuts the network.
+// new namespaces; without, protected paths are not enforced.
 func Wrap(cmd *exec.Cmd, p Policy, sup Support) (*Launch, error) {
 	p.Path, p.Argv, p.Dir, p.Env = cmd.Path, cmd.Args, cmd.Dir, cmd.Env
+	if p.Env == nil {
+		p.Env = os.Environ() // as os/exec does
+	}
 	if p.Dir == "" {
 		wd, err := os.Getwd()
 		if err != nil {
@@ -34,10 +37,7 @@ func Wrap(cmd *exec.Cmd, p Policy, sup Support) (*Launch, error) {
 		}
 		p.Dir = wd
 	}
-	p.Namespaces = sup.UserNS && (len(p.Protected) > 0 || !p.Network)
-	if !p.Namespaces {
-		p.Protected = nil // nothing can enforce them (doctor says so)
-	}
+	p.Namespaces = sup.UserNS
 	policy, err := policyFile(&p)
 	if err != nil {
 		return nil, err
@@ -85,10 +85,14 @@ func policyFile(p *Policy) (*os.File, error) {
 }
 
 // Started closes the parent's copies of the helper's descriptors; call it
-// once Start has returned, whether or not it succeeded.
-func (l *Launch) Started() {
+// with what Start returned. After a failed Start it closes everything:
+// there is nothing to await.
+func (l *Launch) Started(err error) {
 	_ = l.policy.Close()
 	_ = l.statusW.Close()
+	if err != nil {
+		_ = l.status.Close()
+	}
 }
 
 // Await waits until the helper has exec'd the command (nil) or reported
@@ -110,9 +114,21 @@ func (l *Launch) Await(timeout time.Duration) error {
 	if json.Unmarshal(b, &w) != nil {
 		return &SetupError{Stage: "start", Err: fmt.Errorf("unreadable report from the sandbox helper: %q", b)}
 	}
-	var cause error = errors.New(w.Message)
-	if w.Errno != 0 {
-		cause = fmt.Errorf("%s: %w", w.Message, syscall.Errno(w.Errno))
+	return &SetupError{Stage: w.Stage, Err: &reported{msg: w.Message, errno: syscall.Errno(w.Errno)}}
+}
+
+// reported is an error the helper reported: its message, which already
+// names the errno, and the errno for errors.Is.
+type reported struct {
+	msg   string
+	errno syscall.Errno
+}
+
+func (e *reported) Error() string { return e.msg }
+
+func (e *reported) Unwrap() error {
+	if e.errno == 0 {
+		return nil
 	}
-	return &SetupError{Stage: w.Stage, Err: cause}
+	return e.errno
 }

@@ -21,10 +21,13 @@ func Wrap(*exec.Cmd, Policy, Support) (*Launch, error) {
 }
 
 // Started does nothing.
-func (*Launch) Started() {}
+func (*Launch) Started(error) {}
 
 // Await does nothing.
 func (*Launch) Await(time.Duration) error { return nil }
 
 // HelperMain is never used here.
 func HelperMain() int { return 125 }
+
+// probeMain has nothing to probe here.
+func probeMain() int { return 0 }

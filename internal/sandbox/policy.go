@@ -13,8 +13,8 @@ import (
 // command; the helper only ever restricts itself before it execs.
 const HelperArg = "__execd-sandbox-helper"
 
-// ProbeArg makes execd exit 0 at once: Probe starts it in new namespaces
-// to learn whether it may create them.
+// ProbeArg makes execd try, in the new namespaces Probe starts it in, the
+// mount operations the helper needs, and exit 0 when they work.
 const ProbeArg = "__execd-sandbox-probe"
 
 // Policy is what the helper enforces. It travels as JSON on an inherited
@@ -22,19 +22,39 @@ const ProbeArg = "__execd-sandbox-probe"
 type Policy struct {
 	Mode    Mode `json:"mode"`
 	Network bool `json:"network"` // network allowed
-	// WritableRoots are the directories the command may write beneath.
-	WritableRoots []string `json:"writable_roots"`
-	// Protected are paths directly inside writable roots kept read-only,
-	// with a symlink itself made unremovable.
-	Protected []string `json:"protected"`
-	// Namespaces: the helper runs in new user and mount namespaces (and a
-	// network namespace when Network is false) and may mount.
+	// Roots are the directories the command may write beneath.
+	Roots []Root `json:"writable_roots"`
+	// ProtectedNames stay read-only directly inside each root (SPEC
+	// §8.2); the helper looks them up itself.
+	ProtectedNames []string `json:"protected_names"`
+	// Namespaces: the helper runs in new user, mount and IPC namespaces
+	// (and a network namespace when Network is false), where it makes
+	// every mount read-only but the roots and their protected paths.
 	Namespaces bool `json:"namespaces"`
 
 	Path string   `json:"path"` // the program, resolved
 	Argv []string `json:"argv"`
 	Dir  string   `json:"dir"`
 	Env  []string `json:"env"`
+}
+
+// Root is a writable root and the directory it was when execd started.
+// The helper refuses to run when the path leads elsewhere: a sandboxed
+// command that could write the root's parent could have swapped the root
+// for a symlink to /.
+type Root struct {
+	Path string `json:"path"`
+	Dev  uint64 `json:"dev"`
+	Ino  uint64 `json:"ino"`
+}
+
+// RootPaths returns the roots' paths.
+func RootPaths(roots []Root) []string {
+	paths := make([]string, len(roots))
+	for i, r := range roots {
+		paths[i] = r.Path
+	}
+	return paths
 }
 
 // Settings is the sandbox configuration (SPEC §2, sandbox.*).
@@ -51,8 +71,10 @@ type Settings struct {
 // (SPEC §8.1): cwd, the configured roots, /tmp and $TMPDIR unless
 // excluded, and /dev/shm with /tmp (shared memory is a temporary
 // directory too). They are absolute, with symlinks resolved (Landlock
-// grants by inode), existing and distinct. read-only has none.
-func (s Settings) Roots(cwd string, env []string) []string {
+// grants by inode), existing, distinct, and never / (a workspace that
+// is the whole filesystem is danger-full-access by another name).
+// read-only has none.
+func (s Settings) Roots(cwd string, env []string) []Root {
 	if s.Mode != WorkspaceWrite {
 		return nil
 	}
@@ -65,23 +87,26 @@ func (s Settings) Roots(cwd string, env []string) []string {
 			candidates = append(candidates, d)
 		}
 	}
-	var roots []string
+	var roots []Root
 	for _, c := range candidates {
 		if !filepath.IsAbs(c) {
 			c = filepath.Join(cwd, c)
 		}
 		r, err := filepath.EvalSymlinks(c)
-		if err != nil {
+		if err != nil || r == "/" || slices.ContainsFunc(roots, func(x Root) bool { return x.Path == r }) {
 			continue
 		}
-		if fi, err := os.Stat(r); err == nil && fi.IsDir() && !slices.Contains(roots, r) {
-			roots = append(roots, r)
+		if fi, err := os.Stat(r); err == nil && fi.IsDir() {
+			dev, ino := fileID(fi)
+			roots = append(roots, Root{Path: r, Dev: dev, Ino: ino})
 		}
 	}
 	return roots
 }
 
-// ProtectedPaths lists what stays read-only inside roots (SPEC §8.2): for
+// ProtectedPaths lists what stays read-only inside roots (SPEC §8.2), for
+// the macOS profile (the Linux helper looks them up itself, through
+// descriptors): for
 // each name that exists directly in a root, the entry itself (a symlink
 // included, so it cannot be swapped), its target when it is a symlink,
 // and the gitdir a .git file points to.
@@ -162,7 +187,7 @@ func Dispatch() (code int, ok bool) {
 	case HelperArg:
 		return HelperMain(), true
 	case ProbeArg:
-		return 0, true
+		return probeMain(), true
 	}
 	return 0, false
 }

@@ -40,9 +40,10 @@ func TestRoots(t *testing.T) {
 		{"exclude /tmp", Settings{Mode: WorkspaceWrite, ExcludeSlashTmp: true}, []string{cwd, tmpdir}},
 		{"exclude $TMPDIR", Settings{Mode: WorkspaceWrite, ExcludeTmpdirEnvVar: true}, []string{cwd, "/tmp", "/dev/shm"}},
 		{"read-only has none", Settings{Mode: ReadOnly, WritableRoots: []string{extra}}, nil},
+		{"never /", Settings{Mode: WorkspaceWrite, WritableRoots: []string{"/", "/.."}, ExcludeSlashTmp: true, ExcludeTmpdirEnvVar: true}, []string{cwd}},
 	}
 	for _, tt := range tests {
-		got := tt.s.Roots(cwd, env)
+		got := RootPaths(tt.s.Roots(cwd, env))
 		// /dev/shm may be missing in a minimal container.
 		want := slices.DeleteFunc(slices.Clone(tt.want), func(d string) bool { _, err := os.Stat(d); return err != nil })
 		if !slices.Equal(got, want) {

@@ -8,14 +8,17 @@
 // On Linux execd re-executes itself as `/proc/self/exe __execd-sandbox-helper`
 // with the command's stdio (pipes, or a PTY it leads as its controlling
 // terminal) on fds 0-2, the [Policy] as JSON on fd 3 and a close-on-exec
-// status pipe on fd 4. The helper makes the protected paths read-only in
-// a private mount namespace, changes to the working directory, sets
-// no_new_privs, applies Landlock and a seccomp filter to itself and
-// execs the command: the pid, process group and terminal are the
-// command's. If a step fails it writes a [SetupError] as JSON on fd 4
-// and exits; EOF with nothing read means the exec succeeded. The same
-// protocol would let a long-lived, already sandboxed launcher fork
-// commands without paying a runtime start for each.
+// status pipe on fd 4. The helper opens the writable roots and checks
+// that they are the directories execd started with; in its own user,
+// mount and IPC (and network) namespaces it makes every mount read-only
+// but the roots, and the protected paths inside the roots read-only too,
+// all through descriptors; it changes to the working directory, sets
+// no_new_privs, gives up every capability, applies Landlock and a seccomp
+// filter to itself and execs the command: the pid, process group and
+// terminal are the command's. If a step fails it writes a [SetupError] as
+// JSON on fd 4 and exits; EOF with nothing read means the exec succeeded.
+// The same protocol would let a long-lived, already sandboxed launcher
+// fork commands without paying a runtime start for each.
 //
 // # Seccomp
 //
@@ -32,7 +35,6 @@ package sandbox
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -104,10 +106,6 @@ func (e *SetupError) Error() string {
 	return fmt.Sprintf("sandbox setup failed at %s: %v", e.Stage, e.Err)
 }
 func (e *SetupError) Unwrap() error { return e.Err }
-
-// ErrHelperSilent is the cause of a SetupError when the helper exited
-// without a word (killed, or a crash).
-var ErrHelperSilent = errors.New("the sandbox helper ended without starting the command")
 
 // InContainer reports whether this process seems to run in a container:
 // /.dockerenv or /run/.containerenv exists, or PID 1's cgroup names a

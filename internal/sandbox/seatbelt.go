@@ -8,11 +8,11 @@ import (
 // seatbeltDevices are the devices a shell writes in either mode.
 var seatbeltDevices = []string{"/dev/null", "/dev/zero", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx", "/dev/dtracehelper"}
 
-// SeatbeltProfile is the macOS sandbox-exec profile that enforces p (SPEC
-// §8.3): deny by default; read everywhere; run programs; write only the
-// terminal devices and, in workspace-write, beneath the writable roots
-// except their protected paths; the network only when allowed.
-func SeatbeltProfile(p Policy) string {
+// SeatbeltProfile is the macOS sandbox-exec profile (SPEC §8.3): deny by
+// default; read everywhere; run programs; write only the terminal devices
+// and beneath the writable roots except the protected paths; the network
+// only when allowed.
+func SeatbeltProfile(roots, protected []string, network bool) string {
 	var b strings.Builder
 	b.WriteString(`(version 1)
 (deny default)
@@ -35,9 +35,9 @@ func SeatbeltProfile(p Policy) string {
 		fmt.Fprintf(&b, "\n  (literal %s)", sbString(d))
 	}
 	b.WriteString("\n  (regex #\"^/dev/ttys[0-9]+$\"))\n")
-	for _, root := range p.WritableRoots {
+	for _, root := range roots {
 		var excluded []string
-		for _, prot := range p.Protected {
+		for _, prot := range protected {
 			if prot == root || strings.HasPrefix(prot, strings.TrimSuffix(root, "/")+"/") {
 				excluded = append(excluded, prot)
 			}
@@ -52,7 +52,7 @@ func SeatbeltProfile(p Policy) string {
 		}
 		b.WriteString("))\n")
 	}
-	if p.Network {
+	if network {
 		b.WriteString("(allow network*)\n(allow system-socket)\n")
 	}
 	return b.String()

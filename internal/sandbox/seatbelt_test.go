@@ -6,10 +6,9 @@ import (
 )
 
 func TestSeatbeltProfile(t *testing.T) {
-	ro := SeatbeltProfile(Policy{Mode: ReadOnly})
-	ws := SeatbeltProfile(Policy{Mode: WorkspaceWrite, WritableRoots: []string{"/w", `/odd "dir"`},
-		Protected: []string{"/w/.git", "/elsewhere/gitdir"}})
-	net := SeatbeltProfile(Policy{Mode: WorkspaceWrite, Network: true, WritableRoots: []string{"/w"}})
+	ro := SeatbeltProfile(nil, nil, false)
+	ws := SeatbeltProfile([]string{"/w", `/odd "dir"`}, []string{"/w/.git", "/elsewhere/gitdir"}, false)
+	net := SeatbeltProfile([]string{"/w"}, nil, true)
 	tests := []struct {
 		name, profile string
 		has, lacks    []string

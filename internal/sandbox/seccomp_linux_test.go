@@ -86,7 +86,7 @@ func TestFilter(t *testing.T) {
 		{native("socketpair(AF_INET, SOCK_STREAM)", unix.SYS_SOCKETPAIR, unix.AF_INET, stream), retEPERM, retAllow},
 		{native("socketpair(AF_INET with AF_UNIX in the high half)", unix.SYS_SOCKETPAIR, unix.AF_INET|unix.AF_UNIX<<32, stream), retEPERM, retAllow},
 		{native("socketpair(AF_UNIX, SOCK_RAW), which is a datagram pair", unix.SYS_SOCKETPAIR, unix.AF_UNIX, unix.SOCK_RAW), retEPERM, retAllow},
-		{native("socketpair(AF_UNIX, SOCK_RDM|SOCK_CLOEXEC)", unix.SYS_SOCKETPAIR, unix.AF_UNIX, unix.SOCK_RDM | unix.SOCK_CLOEXEC), retEPERM, retAllow},
+		{native("socketpair(AF_UNIX, SOCK_RDM|SOCK_CLOEXEC)", unix.SYS_SOCKETPAIR, unix.AF_UNIX, unix.SOCK_RDM|unix.SOCK_CLOEXEC), retEPERM, retAllow},
 		{native("recvfrom", unix.SYS_RECVFROM), retAllow, retAllow},
 		{native("keyctl", unix.SYS_KEYCTL), retEPERM, retEPERM},
 		{native("add_key", unix.SYS_ADD_KEY), retEPERM, retEPERM},

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
@@ -23,14 +24,47 @@ func Probe(start Starter) Support {
 	s.Seccomp, s.SeccompErr = probeSeccomp()
 	cmd := exec.Command("/proc/self/exe", ProbeArg)
 	cmd.Env = []string{}
+	if v, ok := os.LookupEnv("GORACE"); ok {
+		cmd.Env = append(cmd.Env, "GORACE="+v) // a -race build's settings (its exit delay)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	addNamespaces(cmd.SysProcAttr, false)
-	if err := start(cmd); err != nil {
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	switch err := start(cmd); {
+	case err != nil && stderr.Len() > 0:
+		s.UserNSErr = strings.TrimSpace(stderr.String())
+	case err != nil:
 		s.UserNSErr = err.Error()
-	} else {
+	default:
 		s.UserNS = true
 	}
 	return s
+}
+
+// probeMain runs in the namespaces Probe made and does what the helper
+// does to its mounts: creating a user namespace may be allowed where
+// mounting in it is not (AppArmor's restriction of unprivileged user
+// namespaces, say).
+func probeMain() int {
+	err := checkOwnMountNamespace()
+	if err == nil {
+		err = unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, "")
+	}
+	if err == nil {
+		err = readOnlyTree(unix.AT_FDCWD, "/", 0)
+	}
+	if err == nil {
+		var fd int
+		if fd, err = unix.Open("/", unix.O_PATH|unix.O_CLOEXEC, 0); err == nil {
+			err = protect(fd)
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "mounting in a user namespace fails: %v\n", err)
+		return 1
+	}
+	return 0
 }
 
 // probeSeccomp reports whether the helper can install its filter.
