@@ -10,9 +10,11 @@
 //   - sessions: exec_command of a tty `cat` (it returns when cat waits for
 //     input), write_stdin "echo $FOO" to an idle bash -i against the same
 //     exchange on a PTY of our own (the floor), and the RSS that 64 idle
-//     sessions add.
+//     sessions add;
+//   - the sandbox: launch overhead, a sandboxed round trip and the seccomp
+//     filter's cost per system call (sandbox.go).
 //
-// Targets (issues #2 and #3) are printed next to each number.
+// Targets (issues #2, #3 and #4) are printed next to each number.
 package main
 
 import (
@@ -30,9 +32,15 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/execd/execd/internal/sandbox"
 )
 
 func main() {
+	// The launch benchmark starts this binary's sandbox probe.
+	if code, ok := sandbox.Dispatch(); ok {
+		os.Exit(code)
+	}
 	n := flag.Int("n", 400, "samples per round-trip measurement")
 	flag.Parse()
 	if err := run(*n); err != nil {
@@ -83,7 +91,10 @@ func run(n int) error {
 	if err := bigOutput(d); err != nil {
 		return err
 	}
-	return sessions(bin, cfg, dir, n)
+	if err := sessions(bin, cfg, dir, n); err != nil {
+		return err
+	}
+	return sandboxBench(bin, dir, n)
 }
 
 // daemon is a running execd with a raw JSON-RPC client.

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/execd/execd/internal/sandbox"
+)
+
+// sandboxBench measures the Linux sandbox (issue #4):
+//   - the launch overhead of the helper for `true`, without and with
+//     namespaces, against a plain spawn, interleaved, from this small
+//     process with execd's own binary as the helper (its package inits
+//     run at every launch);
+//   - a sandboxed `shell ["true"]` round trip against an unsandboxed one,
+//     two daemons interleaved;
+//   - what the seccomp filter costs a syscall-bound command (dd with
+//     1-byte blocks).
+func sandboxBench(bin, dir string, n int) error {
+	sup := sandbox.Probe(func(cmd *exec.Cmd) error { return cmd.Run() })
+	if err := sup.Check(sandbox.WorkspaceWrite); err != nil {
+		report("sandbox", "skipped: "+err.Error(), "(none)", true)
+		return nil
+	}
+	work := filepath.Join(dir, "work")
+	if err := os.MkdirAll(filepath.Join(work, ".git"), 0o755); err != nil {
+		return err
+	}
+	fi, err := os.Stat(work)
+	if err != nil {
+		return err
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	policy := sandbox.Policy{Mode: sandbox.WorkspaceWrite, ProtectedNames: []string{".git", ".codex", ".agents", ".execd"},
+		Roots: []sandbox.Root{{Path: work, Dev: uint64(st.Dev), Ino: st.Ino}}} //nolint:unconvert // Dev varies by architecture
+	noNS := sup
+	noNS.UserNS = false
+	launch := func(s sandbox.Support, argv ...string) func() error {
+		return func() error { return runSandboxed(bin, work, policy, s, argv) }
+	}
+	truePath, err := exec.LookPath("true")
+	if err != nil {
+		return err
+	}
+	plain := func() error { return exec.Command(truePath).Run() }
+	samples := max(n/2, 50)
+	times, err := interleave(samples, plain, launch(noNS, truePath), launch(sup, truePath))
+	if err != nil {
+		return err
+	}
+	base := pct(times[0], 50)
+	over := func(i int) time.Duration { return pct(times[i], 50) - base }
+	report("sandbox launch, no namespaces", fmt.Sprintf("p50 %v, overhead %v over a plain spawn (p50 %v)", pct(times[1], 50), over(1), base),
+		"overhead ≤ 2.7 ms", over(1) <= 2700*time.Microsecond)
+	nsOverhead := over(2)
+	report("sandbox launch, namespaces", fmt.Sprintf("p50 %v, overhead %v (user, mount, IPC, net; read-only mounts; .git)", pct(times[2], 50), nsOverhead),
+		"overhead ≤ 4.4 ms", nsOverhead <= 4400*time.Microsecond)
+
+	if err := sandboxedRoundTrip(bin, dir, n); err != nil {
+		return err
+	}
+
+	const count = 200000 // dd makes two calls per block
+	dd := []string{"dd", "if=/dev/zero", "of=/dev/null", "bs=1", "count=" + fmt.Sprint(count)}
+	ddPath, err := exec.LookPath("dd")
+	if err != nil {
+		return err
+	}
+	dd[0] = ddPath
+	times, err = interleave(7, func() error { return exec.Command(dd[0], dd[1:]...).Run() }, launch(sup, dd...))
+	if err != nil {
+		return err
+	}
+	plainDD, boxedDD := pct(times[0], 50), pct(times[1], 50)
+	perCall := (boxedDD - plainDD - nsOverhead) / (2 * count)
+	report("seccomp filter cost", fmt.Sprintf("dd of %d 1-byte blocks: %v sandboxed vs %v plain (%.2f×), about %v per system call",
+		count, boxedDD.Round(time.Millisecond), plainDD.Round(time.Millisecond), float64(boxedDD)/float64(plainDD), perCall),
+		"(no target)", true)
+	return nil
+}
+
+// runSandboxed runs argv through the helper (execd's binary at bin) and
+// waits for it.
+func runSandboxed(bin, dir string, p sandbox.Policy, sup sandbox.Support, argv []string) error {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir, cmd.Env = dir, []string{"PATH=/usr/bin:/bin"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	l, err := sandbox.Wrap(cmd, p, sup)
+	if err != nil {
+		return err
+	}
+	cmd.Path = bin // execd itself is the helper, as in production
+	err = cmd.Start()
+	l.Started(err)
+	if err != nil {
+		return err
+	}
+	if err := l.Await(10 * time.Second); err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return err
+	}
+	return cmd.Wait()
+}
+
+// interleave runs each function samples times, in turn, and returns the
+// durations of each.
+func interleave(samples int, fns ...func() error) ([][]time.Duration, error) {
+	times := make([][]time.Duration, len(fns))
+	for i := -3; i < samples; i++ { // three rounds of warm-up
+		for j, f := range fns {
+			t0 := time.Now()
+			if err := f(); err != nil {
+				return nil, err
+			}
+			if i >= 0 {
+				times[j] = append(times[j], time.Since(t0))
+			}
+		}
+	}
+	return times, nil
+}
+
+// sandboxedRoundTrip compares shell ["true"] through a daemon in the
+// default workspace-write sandbox with one in danger-full-access.
+func sandboxedRoundTrip(bin, dir string, n int) error {
+	open, err := daemonWith(bin, dir, "open", "[sandbox]\nmode = \"danger-full-access\"\n")
+	if err != nil {
+		return err
+	}
+	defer open.stop()
+	boxed, err := daemonWith(bin, dir, "boxed", "")
+	if err != nil {
+		return err
+	}
+	defer boxed.stop()
+	args := map[string]any{"command": []string{"true"}}
+	call := func(d *daemon) func() error {
+		return func() error {
+			_, err := d.tool("shell", args)
+			return err
+		}
+	}
+	times, err := interleave(max(n/2, 50), call(open), call(boxed))
+	if err != nil {
+		return err
+	}
+	report(`sandboxed shell ["true"]`, fmt.Sprintf("p50 %v p95 %v; unsandboxed p50 %v; overhead %v",
+		pct(times[1], 50), pct(times[1], 95), pct(times[0], 50), pct(times[1], 50)-pct(times[0], 50)), "(no target)", true)
+	return nil
+}
+
+// daemonWith starts execd with its own config and workspace.
+func daemonWith(bin, dir, name, config string) (*daemon, error) {
+	sub := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Join(sub, "work"), 0o755); err != nil {
+		return nil, err
+	}
+	cfg := filepath.Join(sub, "config.toml")
+	if err := os.WriteFile(cfg, []byte(config), 0o644); err != nil {
+		return nil, err
+	}
+	return start(bin, cfg, filepath.Join(sub, "work"))
+}
