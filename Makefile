@@ -7,7 +7,7 @@ LDFLAGS   := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 FUZZTIME  ?= 10s
 
 # Every fuzz target, as package:Target.
-FUZZ_TARGETS := ./internal/rpc:FuzzDecode ./internal/tools:FuzzArgs ./internal/procstore:FuzzHeadTail
+FUZZ_TARGETS := ./internal/rpc:FuzzDecode ./internal/tools:FuzzArgs ./internal/procstore:FuzzHeadTail ./internal/sandbox:FuzzFilter
 
 .PHONY: all build test check fmt-check vet lint unit integration fuzz cross bench clean test-deps
 

@@ -75,8 +75,10 @@ func filter(network bool) []bpf.Instruction {
 		}
 		p = append(p, allowOnly(unix.SYS_SOCKETPAIR,
 			check{off: offArg0, vals: []uint32{unix.AF_UNIX}},
-			// SOCK_RAW would do: the kernel makes it SOCK_DGRAM.
-			check{off: offArg1, mask: unix.SOCK_NONBLOCK - 1, vals: []uint32{unix.SOCK_STREAM, unix.SOCK_SEQPACKET}})...)
+			// The type without the flags SOCK_NONBLOCK and SOCK_CLOEXEC
+			// (other bits, which the kernel refuses, fail the check). Not
+			// SOCK_RAW: the kernel makes it SOCK_DGRAM.
+			check{off: offArg1, mask: ^uint32(unix.SOCK_NONBLOCK | unix.SOCK_CLOEXEC), vals: []uint32{unix.SOCK_STREAM, unix.SOCK_SEQPACKET}})...)
 		p = append(p, allowOnly(unix.SYS_SENDTO, // the address is a pointer: both halves
 			check{off: offArg4, vals: []uint32{0}}, check{off: offArg4 + 4, vals: []uint32{0}})...)
 	}

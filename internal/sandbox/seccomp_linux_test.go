@@ -5,6 +5,7 @@ package sandbox
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"testing"
 
 	"golang.org/x/net/bpf"
@@ -137,4 +138,67 @@ func TestFilter(t *testing.T) {
 			t.Errorf("network on: %s = %#x, want %#x", tt.c.name, got, tt.netOn)
 		}
 	}
+}
+
+// allowed is the filter's policy written plainly (SPEC §8.3), to check
+// the assembled program against.
+func allowed(network bool, c call) bool {
+	lo := func(i int) uint32 { return uint32(c.args[i]) }
+	switch {
+	case c.arch != nativeArch, x32Bit != 0 && c.nr&x32Bit != 0:
+		return false
+	case slices.Contains(alwaysDenied, c.nr):
+		return false
+	case c.nr == unix.SYS_PRLIMIT64, c.nr == unix.SYS_SCHED_SETAFFINITY, c.nr == unix.SYS_SCHED_SETSCHEDULER,
+		c.nr == unix.SYS_SCHED_SETPARAM, c.nr == unix.SYS_SCHED_SETATTR:
+		return lo(0) == 0
+	case c.nr == unix.SYS_SETPRIORITY:
+		return (lo(0) == unix.PRIO_PROCESS || lo(0) == unix.PRIO_PGRP) && lo(1) == 0
+	case c.nr == unix.SYS_IOPRIO_SET:
+		return (lo(0) == ioprioWhoProcess || lo(0) == ioprioWhoPgrp) && lo(1) == 0
+	case c.nr == unix.SYS_IOCTL:
+		return lo(1) != unix.TIOCSTI
+	}
+	for _, ch := range chmodCalls {
+		if c.nr == ch.nr {
+			return lo(int(ch.modeArg))&(unix.S_ISUID|unix.S_ISGID) == 0
+		}
+	}
+	if network {
+		return true
+	}
+	switch {
+	case slices.Contains(networkDenied, c.nr):
+		return false
+	case c.nr == unix.SYS_SOCKETPAIR:
+		typ := lo(1) &^ (unix.SOCK_NONBLOCK | unix.SOCK_CLOEXEC)
+		return lo(0) == unix.AF_UNIX && (typ == unix.SOCK_STREAM || typ == unix.SOCK_SEQPACKET)
+	case c.nr == unix.SYS_SENDTO:
+		return c.args[4] == 0
+	}
+	return true
+}
+
+// FuzzFilter checks the assembled filter against allowed on any call.
+func FuzzFilter(f *testing.F) {
+	f.Add(false, uint32(unix.SYS_SOCKETPAIR), uint64(unix.AF_UNIX), uint64(unix.SOCK_STREAM), uint64(0), false)
+	f.Add(false, uint32(unix.SYS_SENDTO), uint64(3), uint64(0), uint64(1<<32), false)
+	f.Add(true, uint32(unix.SYS_SETPRIORITY), uint64(unix.PRIO_USER), uint64(0), uint64(0), false)
+	f.Add(false, uint32(unix.SYS_FCHMODAT), uint64(3), uint64(0), uint64(0o4755), true)
+	f.Add(false, uint32(unix.SYS_SOCKETPAIR), uint64(unix.AF_UNIX), uint64(unix.SOCK_STREAM|1<<20), uint64(0), false)
+	progs := map[bool][]bpf.Instruction{false: filter(false), true: filter(true)}
+	f.Fuzz(func(t *testing.T, network bool, nr uint32, a, b, c uint64, foreign bool) {
+		cl := call{name: fmt.Sprintf("nr %d (%#x, %#x, %#x)", nr, a, b, c), arch: nativeArch, nr: nr,
+			args: [6]uint64{a, b, c, a ^ c, c, b}}
+		if foreign {
+			cl.arch = unix.AUDIT_ARCH_I386
+		}
+		want := retEPERM
+		if allowed(network, cl) {
+			want = retAllow
+		}
+		if got := decide(t, progs[network], cl); got != want {
+			t.Errorf("network %v: %s = %#x, want %#x", network, cl.name, got, want)
+		}
+	})
 }
