@@ -1,6 +1,7 @@
 package test
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -288,28 +289,43 @@ func TestEscapeMetadataOutsideRoots(t *testing.T) {
 }
 
 // A command that can write a root's parent (the workspace is under /tmp)
-// swaps the root for a symlink to /, or for a fresh directory whose .git
-// is not protected: the next command must not get / or an unprotected
-// repository as its root. (The root itself is a mount point in the
-// sandbox and cannot be renamed; its parent can.)
+// would rename it and put a symlink to /, or a fresh directory whose .git
+// is not protected, in its place. It cannot: every directory from /tmp
+// down to the workspace is a mount point in the sandbox. And when
+// something outside does it, the next launch is refused rather than given
+// / or an unprotected repository as its root.
 func TestEscapeSwappedRoot(t *testing.T) {
 	asEachUser(t, func(t *testing.T, h *sandboxHost) {
-		for _, swap := range []string{`ln -s / "$PWD"`, `mkdir "$PWD"`} {
+		for _, swap := range []func() error{
+			func() error { return errors.Join(os.Mkdir(h.dir, 0o777), os.Symlink("/", h.work)) },
+			func() error { return errors.Join(os.Mkdir(h.dir, 0o777), os.Mkdir(h.work, 0o777)) },
+			// A magic link back to the real directory: execd's cwd is the
+			// workspace, wherever it went.
+			func() error { return os.Symlink("/proc/self/cwd/..", h.dir) },
+		} {
 			cmd := h.command("", "serve")
 			cmd.Stderr = &testLog{t: t}
 			cs := connect(t, cmd, nil, &mcp.ClientSessionOptions{ProtocolVersion: "2025-06-18"})
-			res, text, _ := callTool(t, cs, "shell_command", map[string]any{"login": false,
-				"command": `mv "$PWD" "$PWD.moved" 2>/dev/null && exit 9; d=$(dirname "$PWD"); mv "$d" "$d.old" && mkdir "$d" && ` + swap})
-			if res.IsError {
-				t.Fatalf("swap: %s", text)
+			for _, mv := range []string{`mv "$PWD" "$PWD.moved"`, `d=$(dirname "$PWD"); mv "$d" "$d.old"`} {
+				res, text, _ := callTool(t, cs, "shell_command", map[string]any{"login": false, "command": mv})
+				if !res.IsError || !strings.Contains(text, "busy") {
+					t.Errorf("%s in the sandbox: %q; want it refused", mv, text)
+				}
 			}
-			res, text, _ = callTool(t, cs, "shell_command", map[string]any{"command": "touch /etc/execd-swapped-root", "login": false})
+			// As another process of the user's, outside the sandbox.
+			if err := os.Rename(h.dir, h.dir+".old"); err != nil {
+				t.Fatal(err)
+			}
+			if err := swap(); err != nil {
+				t.Fatal(err)
+			}
+			res, text, _ := callTool(t, cs, "shell_command", map[string]any{"command": "touch /etc/execd-swapped-root", "login": false})
 			if !res.IsError || !strings.Contains(text, "sandbox setup failed at roots") || !strings.Contains(text, "not the directory it was") {
-				t.Errorf("after %s: %q; want the launch refused", swap, text)
+				t.Errorf("after the swap: %q; want the launch refused", text)
 			}
 			if _, err := os.Stat("/etc/execd-swapped-root"); err == nil {
 				os.Remove("/etc/execd-swapped-root")
-				t.Errorf("after %s: a command wrote /etc", swap)
+				t.Error("after the swap: a command wrote /etc")
 			}
 			// Put the directory back for the next round.
 			if err := os.RemoveAll(h.dir); err != nil {
@@ -317,6 +333,70 @@ func TestEscapeSwappedRoot(t *testing.T) {
 			}
 			if err := os.Rename(h.dir+".old", h.dir); err != nil {
 				t.Fatal(err)
+			}
+		}
+	})
+}
+
+// Protected names planted to break every later launch, or to make a
+// root read-only: execd must keep running commands, with the workspace
+// writable. In /tmp (world-writable, sticky) other users make the
+// entries: they are not looked up there.
+func TestEscapeProtectedNameDenialOfService(t *testing.T) {
+	asEachUser(t, func(t *testing.T, h *sandboxHost) {
+		h.needProtection()
+		plants := []struct {
+			name  string
+			plant func() error
+		}{
+			{"a symlink to a magic link", func() error { return os.Symlink("/proc/self/fd/1", filepath.Join(h.work, ".codex")) }},
+			{"a FIFO", func() error { return unix.Mkfifo(filepath.Join(h.work, ".agents"), 0o644) }},
+			{"a .git file naming the root", func() error { return os.WriteFile(filepath.Join(h.work, ".git"), []byte("gitdir: .\n"), 0o644) }},
+			{"a .git file naming /tmp", func() error { return os.WriteFile(filepath.Join(h.work, ".git"), []byte("gitdir: /tmp\n"), 0o644) }},
+			{"a .execd symlink to /dev/shm", func() error { return os.Symlink("/dev/shm", filepath.Join(h.work, ".execd")) }},
+		}
+		for _, p := range plants {
+			if err := p.plant(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r := h.sh("", "echo x > f && cat f && echo y > /tmp/execd-it-dos-$$ && rm /tmp/execd-it-dos-$$")
+		if r.code != 0 || r.stdout != "x\n" {
+			t.Errorf("with the plants: %+v; want the workspace and /tmp writable", r)
+		}
+		// Another user's /tmp/.git naming /tmp, and /tmp/.agents open to
+		// all: neither is the user's to protect.
+		gitFile, agents := filepath.Join("/tmp", ".git"), filepath.Join("/tmp", ".agents")
+		for _, p := range []string{gitFile, agents} {
+			if _, err := os.Lstat(p); err == nil {
+				t.Skipf("%s exists already", p)
+			}
+		}
+		if err := os.WriteFile(gitFile, []byte("gitdir: /tmp\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		defer os.Remove(gitFile)
+		if err := os.Mkdir(agents, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		defer os.RemoveAll(agents)
+		_ = os.Chmod(agents, 0o777) // whatever the umask
+		if r := h.sh("", "echo y > /tmp/execd-it-dos-$$ && rm /tmp/execd-it-dos-$$ && echo z > /tmp/.agents/f$$"); r.code != 0 {
+			t.Errorf("with /tmp/.git and /tmp/.agents planted: %+v; want /tmp writable", r)
+		}
+	})
+}
+
+// A user namespace made inside the sandbox would give the command every
+// capability over fresh network and mount namespaces: kernel code
+// (netfilter) that is the usual way to attack the kernel.
+func TestEscapeNestedUserNamespace(t *testing.T) {
+	asEachUser(t, func(t *testing.T, h *sandboxHost) {
+		h.needProtection() // turned off from the helper's own user namespace
+		for _, flags := range [][]string{nil, {"--network"}} {
+			r := h.sh("", "unshare -U true", flags...)
+			if r.code == 0 || !strings.Contains(r.stderr, "No space left on device") {
+				t.Errorf("%v: unshare -U: %+v; want it refused", flags, r)
 			}
 		}
 	})

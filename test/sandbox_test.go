@@ -84,8 +84,8 @@ func TestSandboxProtectedPaths(t *testing.T) {
 		git := filepath.Join(h.work, ".git")
 		h.mkdir(filepath.Join(git, "hooks"))
 		h.writeFile(filepath.Join(git, "config"), "[core]\n")
-		decoy := h.path("decoy") // under /tmp: writable but for the protection
-		h.mkdir(decoy)
+		decoy := h.path("x/decoy") // under /tmp: writable but for the protection
+		h.mkdir(h.path("x"), decoy, filepath.Join(h.work, ".agents"))
 		if err := os.Symlink(decoy, filepath.Join(h.work, ".codex")); err != nil {
 			t.Fatal(err)
 		}
@@ -111,6 +111,11 @@ func TestSandboxProtectedPaths(t *testing.T) {
 			{name: "a .git file's gitdir", flags: []string{"--writable", h.path("wt")}, script: "echo x > " + gitdir + "/HEAD", say: "Read-only file system"},
 			{name: "a worktree's common dir", flags: []string{"--writable", h.path("wt")}, script: "echo x > " + common + "/hooks/post-checkout",
 				say: "Read-only file system"},
+			{name: "move the repository a worktree's gitdir is in", flags: []string{"--writable", h.path("wt")},
+				script: "mv " + h.path("main") + " " + h.path("main-x"), say: "busy"},
+			{name: "move the directory a symlink's target is in", script: "mv " + h.path("x") + " " + h.path("y"), say: "busy"},
+			{name: "an explicit writable root wins", flags: []string{"--writable", filepath.Join(h.work, ".agents")},
+				script: "echo x > .agents/notes && rm .agents/notes", ok: true},
 		})
 		if b, _ := os.ReadFile(filepath.Join(git, "config")); string(b) != "[core]\n" {
 			t.Errorf(".git/config = %q after the attempts", b)

@@ -10,8 +10,10 @@
 // terminal) on fds 0-2, the [Policy] as JSON on fd 3 and a close-on-exec
 // status pipe on fd 4. The helper opens the writable roots and checks
 // that they are the directories execd started with; in its own user,
-// mount and IPC (and network) namespaces it makes every mount read-only
-// but the roots, and the protected paths inside the roots read-only too,
+// mount and IPC (and network) namespaces it turns off nested user
+// namespaces, makes every mount read-only but the roots, pins the
+// directories leading to nested roots and to protected paths so that
+// commands cannot rename them, and makes the protected paths read-only,
 // all through descriptors; it changes to the working directory, sets
 // no_new_privs, gives up every capability, applies Landlock and a seccomp
 // filter to itself and execs the command: the pid, process group and

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -35,7 +36,7 @@ func Probe(start Starter) Support {
 	case err != nil && stderr.Len() > 0:
 		s.UserNSErr = strings.TrimSpace(stderr.String())
 	case err != nil:
-		s.UserNSErr = err.Error()
+		s.UserNSErr = userNSError(err)
 	default:
 		s.UserNS = true
 	}
@@ -49,6 +50,9 @@ func Probe(start Starter) Support {
 func probeMain() int {
 	err := checkOwnMountNamespace()
 	if err == nil {
+		err = os.WriteFile("/proc/sys/user/max_user_namespaces", []byte("0\n"), 0)
+	}
+	if err == nil {
 		err = unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, "")
 	}
 	if err == nil {
@@ -57,7 +61,7 @@ func probeMain() int {
 	if err == nil {
 		var fd int
 		if fd, err = unix.Open("/", unix.O_PATH|unix.O_CLOEXEC, 0); err == nil {
-			err = protect(fd)
+			_, err = pin(fd, true)
 		}
 	}
 	if err != nil {
@@ -83,11 +87,23 @@ func probeSeccomp() (bool, string) {
 	return true, ""
 }
 
+// userNSError says why the probe could not start in new namespaces.
+func userNSError(err error) string {
+	switch {
+	case errors.Is(err, unix.ENOSPC):
+		return "user.max_user_namespaces is 0 or used up"
+	case errors.Is(err, unix.EPERM), errors.Is(err, unix.EACCES):
+		return "unprivileged user namespaces are disabled (a sysctl such as kernel.unprivileged_userns_clone, or a security module)"
+	}
+	return err.Error()
+}
+
 // addNamespaces makes the helper start in new user, mount and IPC
 // namespaces, and a new network namespace unless network is allowed, with the
-// caller's uid and gid mapped to themselves. CAP_SYS_ADMIN in the new
-// namespace is kept across the helper's exec as an ambient capability,
-// so it can mount even when the caller is not root; the helper drops it
+// caller's uid and gid mapped to themselves. CAP_SYS_ADMIN and
+// CAP_SYS_RESOURCE in the new namespace are kept across the helper's exec
+// as ambient capabilities, so that it can mount and turn off nested user
+// namespaces even when the caller is not root; the helper drops them
 // before it execs the command.
 func addNamespaces(a *syscall.SysProcAttr, network bool) {
 	a.Cloneflags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWIPC
@@ -98,7 +114,7 @@ func addNamespaces(a *syscall.SysProcAttr, network bool) {
 	a.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
 	a.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
 	a.GidMappingsEnableSetgroups = false
-	a.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN}
+	a.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SYS_RESOURCE}
 }
 
 func kernelRelease() string {
