@@ -364,6 +364,47 @@ func TestEscapeProtectedNameDenialOfService(t *testing.T) {
 		if r.code != 0 || r.stdout != "x\n" {
 			t.Errorf("with the plants: %+v; want the workspace and /tmp writable", r)
 		}
+		// Targets no command of the user's could reach either, and mazes:
+		// the target is left alone, the launch goes on, and a maze costs
+		// no more than a handful of mounts.
+		alien := h.path("alien")
+		if err := errors.Join(os.Mkdir(alien, 0o700), os.Chown(alien, 12345, 12345)); err != nil {
+			t.Fatal(err)
+		}
+		var maze strings.Builder
+		for i := range 300 {
+			d := fmt.Sprintf("m%d", i)
+			h.mkdir(filepath.Join(h.work, d))
+			fmt.Fprintf(&maze, "%s/../", d)
+		}
+		host, err := os.ReadFile("/proc/self/mountinfo")
+		if err != nil {
+			t.Fatal(err)
+		}
+		later := []struct{ name, entry, script string }{
+			{"a symlink into another user's private directory", ".codex", "ln -s " + alien + "/x .codex"},
+			{"a symlink to itself", ".codex", "ln -s .codex .codex"},
+			{"a symlink with an overlong name", ".agents", "ln -s " + strings.Repeat("a", 300) + " .agents"},
+			{"a gitdir behind a loop", ".git", "printf 'gitdir: x\\n' > .git && ln -s loop x && ln -s x loop"},
+			{"a maze of 300 directories", ".codex", "ln -s " + maze.String() + "end .codex && mkdir end"},
+		}
+		for _, l := range later {
+			if err := os.RemoveAll(filepath.Join(h.work, l.entry)); err != nil {
+				t.Fatal(err)
+			}
+			if r := h.sh("", l.script); r.code != 0 {
+				t.Fatalf("%s: planting: %+v", l.name, r)
+			}
+			r := h.sh("", "echo x > f && cat f && wc -l < /proc/self/mountinfo")
+			lines := strings.Fields(r.stdout)
+			if r.code != 0 || len(lines) != 2 || lines[0] != "x" {
+				t.Errorf("with %s: %+v; want the workspace writable", l.name, r)
+				continue
+			}
+			if n, _ := strconv.Atoi(lines[1]); n > strings.Count(string(host), "\n")+20 {
+				t.Errorf("with %s: %d mounts in the sandbox, %d outside", l.name, n, strings.Count(string(host), "\n"))
+			}
+		}
 		// Another user's /tmp/.git naming /tmp, and /tmp/.agents open to
 		// all: neither is the user's to protect.
 		gitFile, agents := filepath.Join("/tmp", ".git"), filepath.Join("/tmp", ".agents")
@@ -469,4 +510,171 @@ func listenUnix(t *testing.T, network, addr string) *atomic.Int32 {
 		}
 	}()
 	return &hits
+}
+
+// A command that makes the workspace world-writable and sticky, like
+// /tmp, must not turn off the protection of its .git (names are not
+// looked up in shared temporary directories) for later launches.
+func TestEscapeStickyWorkspace(t *testing.T) {
+	asEachUser(t, func(t *testing.T, h *sandboxHost) {
+		h.needProtection()
+		h.mkdir(filepath.Join(h.work, ".git", "hooks"))
+		h.chown(filepath.Join(h.work, ".git"))
+		if r := h.sh("", "chmod 1777 ."); r.code != 0 {
+			t.Fatalf("chmod 1777 .: %+v", r)
+		}
+		runCases(t, h, []sandboxCase{
+			{name: "hooks in a sticky workspace", script: "echo x > .git/hooks/pre-commit", say: "Read-only file system"},
+		})
+	})
+}
+
+// A directory on the way to a protected target that the command made
+// unreadable (chmod 000) must not hide the target from the next launch,
+// which would then leave it writable.
+func TestEscapeUnreadableWayToGitdir(t *testing.T) {
+	asEachUser(t, func(t *testing.T, h *sandboxHost) {
+		h.needProtection()
+		wt, common := h.worktree("wt")
+		writable := []string{"--writable", wt}
+		if r := h.sh("", "chmod 000 "+h.path("main"), writable...); r.code != 0 {
+			t.Fatalf("chmod 000: %+v", r)
+		}
+		hook := filepath.Join(common, "hooks", "post-checkout")
+		runCases(t, h, []sandboxCase{
+			{name: "write the hooks after opening the way", flags: writable, script: "chmod 755 " + h.path("main") + " && echo x > " + hook,
+				say: "Read-only file system"},
+		})
+		if _, err := os.Lstat(hook); err == nil {
+			t.Errorf("%s was created", hook)
+		}
+	})
+}
+
+// A symlink half way to a protected target (.git -> cur/.git, cur ->
+// real) is pinned too: pointing it elsewhere would make .git lead to an
+// unprotected directory.
+func TestEscapeSymlinkOnTheWay(t *testing.T) {
+	asEachUser(t, func(t *testing.T, h *sandboxHost) {
+		h.needProtection()
+		real := filepath.Join(h.work, "real")
+		h.mkdir(filepath.Join(real, ".git", "hooks"), filepath.Join(h.work, "evil", ".git", "hooks"))
+		for link, target := range map[string]string{"cur": "real", ".git": "cur/.git"} {
+			if err := os.Symlink(target, filepath.Join(h.work, link)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		h.chown(filepath.Join(h.work, "cur"), filepath.Join(h.work, ".git"), real, filepath.Join(real, ".git"),
+			filepath.Join(h.work, "evil"), filepath.Join(h.work, "evil", ".git"))
+		runCases(t, h, []sandboxCase{
+			{name: "repoint the link on the way", script: "ln -sfn evil cur", say: "busy"},
+			{name: "rename the link on the way", script: "mv cur cur.old", say: "busy"},
+			{name: "write through .git", script: "echo x > .git/hooks/x", say: "Read-only file system"},
+			{name: "write the target", script: "echo x > real/.git/hooks/x", say: "Read-only file system"},
+			{name: "the rest stays writable", script: "echo x > evil/.git/hooks/x", ok: true},
+		})
+		if target, err := os.Readlink(filepath.Join(h.work, "cur")); err != nil || target != "real" {
+			t.Errorf("cur -> %q (%v), want real", target, err)
+		}
+	})
+}
+
+// Pins are made once each, parents first: their number grows with the
+// protected paths, not with their product (a copy of every mount below
+// each re-pinned parent once made tens of thousands).
+func TestEscapeMountCount(t *testing.T) {
+	asEachUser(t, func(t *testing.T, h *sandboxHost) {
+		h.needProtection()
+		var flags []string
+		for _, name := range []string{"wt1", "wt2", "wt3", "wt4", "wt5"} {
+			wt, _ := h.worktree(name)
+			h.mkdir(filepath.Join(wt, ".agents"), filepath.Join(wt, ".codex"))
+			flags = append(flags, "--writable", wt)
+		}
+		h.mkdir(filepath.Join(h.work, ".git"), filepath.Join(h.work, ".agents"))
+		host, err := os.ReadFile("/proc/self/mountinfo")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := h.sh("", "wc -l < /proc/self/mountinfo", flags...)
+		n, err := strconv.Atoi(strings.TrimSpace(r.stdout))
+		if err != nil {
+			t.Fatalf("%+v", r)
+		}
+		// The copies of /tmp and /dev/shm; pins of the 6 roots nested in
+		// /tmp, of the directory above them and of main on the way to
+		// main/.git; read-only: main/.git (the worktrees' common dir, with
+		// their gitdirs inside), 5 .git files, 10 .agents and .codex in the
+		// worktrees, .git and .agents in the workspace: 28 at most.
+		if hostN := strings.Count(string(host), "\n"); n > hostN+28 {
+			t.Errorf("%d mounts in the sandbox, %d outside: want at most 28 more", n, hostN)
+		}
+	})
+}
+
+// A command that makes its workspace, or a directory above a writable
+// root, unreadable must still be able to run the command that undoes it:
+// the helper looks roots up whatever their modes.
+func TestEscapeLockout(t *testing.T) {
+	asEachUser(t, func(t *testing.T, h *sandboxHost) {
+		h.needProtection() // the helper reads past modes with a capability of its user namespace
+		extra := h.path("a/b")
+		h.mkdir(extra)
+		h.chown(h.path("a"))
+		cmd := h.command(fmt.Sprintf("[sandbox]\nwritable_roots = [%q]\n", extra), "serve")
+		cmd.Stderr = &testLog{t: t}
+		cs := connect(t, cmd, nil, &mcp.ClientSessionOptions{ProtocolVersion: "2025-06-18"})
+		for _, c := range []struct{ lock, unlock string }{
+			{"chmod 000 " + h.path("a"), "chmod 755 " + h.path("a") + " && echo x > " + extra + "/f && echo unlocked"},
+			{"chmod 000 .", `chmod 755 "$PWD" && echo x > f && echo unlocked`}, // "." needs search permission
+		} {
+			if res, text, _ := callTool(t, cs, "shell_command", map[string]any{"login": false, "command": c.lock}); res.IsError {
+				t.Fatalf("%s: %q", c.lock, text)
+			}
+			if res, text, _ := callTool(t, cs, "shell_command", map[string]any{"login": false, "command": c.unlock}); res.IsError || !strings.Contains(text, "unlocked") {
+				t.Errorf("after %s: %q; want the next command to run", c.lock, text)
+			}
+		}
+	})
+}
+
+// The ways git itself finds a worktree's repository, each a way to lead
+// the protection astray if execd resolved them differently: a .git
+// symlink to the gitdir file, a commondir that is a symlink, a .git
+// directory with a commondir, a gitdir line with a trailing space (git
+// strips only line ends). Real git confirms where each leads before the
+// sandbox is asked to protect it.
+func TestEscapeGitIndirections(t *testing.T) {
+	asEachUser(t, func(t *testing.T, h *sandboxHost) {
+		h.needProtection()
+		main := h.path("main")
+		common := filepath.Join(main, ".git")
+		h.hostSh(h.dir, "git init -q main && git -C main commit -q --allow-empty -m init")
+		// reads is the file git reads to find the common dir, relative
+		// to the worktree; it must stay as it is.
+		twists := []struct{ name, script, reads string }{
+			{"a .git symlink to the gitdir file", "mv .git gitfile && ln -s gitfile .git", "gitfile"},
+			{"a commondir symlink", `echo "$COMMON" > ../cd-$NAME && rm "$GITDIR/commondir" && ln -s "$PWD/../cd-$NAME" "$GITDIR/commondir"`, "../cd-wt1"},
+			{"a .git directory with a commondir", `rm .git && cp -r "$GITDIR" .git && echo "$COMMON" > .git/commondir`, ".git/commondir"},
+			{"a gitdir line with a trailing space", `mv "$GITDIR" "$GITDIR " && printf 'gitdir: %s \n' "$GITDIR" > .git`, ".git"},
+		}
+		for i, tw := range twists {
+			name := fmt.Sprintf("wt%d", i)
+			wt, gitdir := h.path(name), filepath.Join(common, "worktrees", name)
+			h.hostSh(main, "git worktree add -q ../"+name)
+			h.hostSh(wt, tw.script, "COMMON="+common, "GITDIR="+gitdir, "NAME="+name)
+			if got := h.hostSh(wt, "git rev-parse --path-format=absolute --git-common-dir"); got != common {
+				t.Fatalf("%s: git's common dir is %q, want %q", tw.name, got, common)
+			}
+			hook := filepath.Join(common, "hooks", "post-checkout")
+			writable := []string{"--writable", wt}
+			runCases(t, h, []sandboxCase{
+				{name: tw.name + ": the hooks", flags: writable, script: "echo x > " + hook, say: "Read-only file system"},
+				{name: tw.name + ": what git reads", flags: writable, script: "cd " + wt + " && echo x >> " + tw.reads, say: "Read-only file system"},
+			})
+			if _, err := os.Lstat(hook); err == nil {
+				t.Errorf("%s: %s was created", tw.name, hook)
+			}
+		}
+	})
 }

@@ -92,12 +92,9 @@ func TestSandboxProtectedPaths(t *testing.T) {
 		h.chown(filepath.Join(h.work, ".codex"))
 		// A worktree: its .git file names a gitdir in /tmp, whose
 		// commondir names the main repository's .git, with the hooks.
-		common := h.path("main/.git")
+		wt, common := h.worktree("wt")
 		gitdir := filepath.Join(common, "worktrees", "wt")
-		h.mkdir(gitdir, filepath.Join(common, "hooks"), h.path("wt"))
-		h.writeFile(filepath.Join(gitdir, "HEAD"), "ref: refs/heads/main\n")
-		h.writeFile(filepath.Join(gitdir, "commondir"), "../..\n")
-		h.writeFile(h.path("wt/.git"), "gitdir: "+gitdir+"\n")
+		h.mkdir(filepath.Join(wt, ".agents"))
 		runCases(t, h, []sandboxCase{
 			{name: ".git/config", script: "echo x >> .git/config", say: "Read-only file system"},
 			{name: ".git/hooks/x", script: "echo x > .git/hooks/x", say: "Read-only file system"},
@@ -113,6 +110,11 @@ func TestSandboxProtectedPaths(t *testing.T) {
 				say: "Read-only file system"},
 			{name: "move the repository a worktree's gitdir is in", flags: []string{"--writable", h.path("wt")},
 				script: "mv " + h.path("main") + " " + h.path("main-x"), say: "busy"},
+			// Pins for one root must not undo the protection in another.
+			{name: ".git with another root beside", flags: []string{"--writable", h.path("wt")}, script: "echo x > .git/hooks/y",
+				say: "Read-only file system"},
+			{name: "the other root's .agents", flags: []string{"--writable", h.path("wt")}, script: "echo x > " + h.path("wt/.agents/f"),
+				say: "Read-only file system"},
 			{name: "move the directory a symlink's target is in", script: "mv " + h.path("x") + " " + h.path("y"), say: "busy"},
 			{name: "an explicit writable root wins", flags: []string{"--writable", filepath.Join(h.work, ".agents")},
 				script: "echo x > .agents/notes && rm .agents/notes", ok: true},
@@ -123,7 +125,7 @@ func TestSandboxProtectedPaths(t *testing.T) {
 		if b, _ := os.ReadFile(filepath.Join(gitdir, "HEAD")); string(b) != "ref: refs/heads/main\n" {
 			t.Errorf("the gitdir's HEAD = %q after the attempts", b)
 		}
-		for _, p := range []string{filepath.Join(git, "hooks", "x"), filepath.Join(git, "hooks", "pre-commit"), filepath.Join(decoy, "f"),
+		for _, p := range []string{filepath.Join(git, "hooks", "x"), filepath.Join(git, "hooks", "pre-commit"), filepath.Join(git, "hooks", "y"), filepath.Join(decoy, "f"),
 			filepath.Join(common, "hooks", "post-checkout")} {
 			if _, err := os.Lstat(p); err == nil {
 				t.Errorf("%s was created", p)

@@ -123,6 +123,46 @@ func (h *sandboxHost) needProtection() {
 	}
 }
 
+// worktree makes a git worktree NAME of the repository main/ in the
+// host's directory, the way git lays them out: NAME/.git names
+// main/.git/worktrees/NAME, whose commondir names main/.git. It returns
+// the worktree and main/.git.
+func (h *sandboxHost) worktree(name string) (wt, common string) {
+	h.t.Helper()
+	wt, common = h.path(name), h.path("main/.git")
+	gitdir := filepath.Join(common, "worktrees", name)
+	h.mkdir(gitdir, filepath.Join(common, "hooks"), wt)
+	h.writeFile(filepath.Join(gitdir, "HEAD"), "ref: refs/heads/main\n")
+	h.writeFile(filepath.Join(gitdir, "commondir"), "../..\n")
+	h.writeFile(filepath.Join(wt, ".git"), "gitdir: "+gitdir+"\n")
+	h.chown(h.path("main"), common, filepath.Join(common, "worktrees")) // mkdir's parents
+	return wt, common
+}
+
+// hostSh runs a bash script as the host's user, outside the sandbox, in
+// dir, with the variables env, and returns its stdout without the final
+// newline. git in it finds no configuration but the host's HOME.
+func (h *sandboxHost) hostSh(dir, script string, env ...string) string {
+	h.t.Helper()
+	argv := []string{"bash", "-c", script}
+	if h.nobody {
+		argv = append([]string{"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"}, argv...)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = dir
+	cmd.Env = append([]string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + h.path("home"), "GIT_CONFIG_NOSYSTEM=1",
+		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com"}, env...)
+	out, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			h.t.Fatalf("%s: %v: %s", script, err, ee.Stderr)
+		}
+		h.t.Fatalf("%s: %v", script, err)
+	}
+	return strings.TrimSuffix(string(out), "\n")
+}
+
 // command returns execd ARGS... run as the user, with the host's config
 // and cwd. The command name (args[0]) leads.
 func (h *sandboxHost) command(config string, args ...string) *exec.Cmd {

@@ -73,8 +73,8 @@ func runHelper() (string, error) {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return "no_new_privs", err
 	}
-	// Among them CAP_SYS_ADMIN, which came as an ambient capability for
-	// the mounts.
+	// Among them CAP_SYS_ADMIN and CAP_DAC_READ_SEARCH, which came as
+	// ambient capabilities for the mounts and the lookups above.
 	if err := dropCapabilities(); err != nil {
 		return "capabilities", err
 	}

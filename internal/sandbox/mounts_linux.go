@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -73,12 +72,13 @@ func sameFile(fd int, dev, ino uint64) error {
 
 // isolateMounts runs in the helper's own user and mount namespaces,
 // before the command (SPEC §8.3). It turns off user namespaces below this
-// one; makes every mount read-only but the outermost roots, whose mounts
-// stay as they were; pins every directory from an outer root down to a
-// root nested in it (a mount point cannot be renamed, so no sandboxed
-// command can move a root, or anything protected, out from under its
-// path); and makes the protected paths read-only. Every step goes through
-// descriptors. It returns the roots as the command will see them.
+// one and makes every mount read-only but the outermost roots, whose
+// mounts stay as they were. Then it pins (mounts onto itself) every entry
+// on the way from an outer root to a nested root or to a protected path,
+// symlinks included: a mount point cannot be renamed or removed, so no
+// sandboxed command can swap what those paths lead to. Last it makes the
+// protected paths read-only and checks that they are. It returns the
+// roots as the command will see them.
 func isolateMounts(p *Policy, roots []openRoot) ([]openRoot, error) {
 	if err := checkOwnMountNamespace(); err != nil {
 		return nil, err
@@ -114,9 +114,20 @@ func isolateMounts(p *Policy, roots []openRoot) ([]openRoot, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, r := range inner { // outermost first: each one's parent root is visible already
-		parent := enclosing(visible, r.Path)
-		fd, err := pinChain(parent.fd, strings.TrimPrefix(r.Path, parent.Path+"/"))
+	// Another sandboxed command of the user's, running meanwhile, may
+	// change an entry between plan and apply: plan again then.
+	for attempt := 1; ; attempt++ {
+		err = pinAndProtect(p, visible, roots, inner)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, errChanged) || attempt == 3 {
+			return nil, err
+		}
+	}
+	for _, r := range inner {
+		o := enclosing(visible, r.Path)
+		fd, err := openat2(o.fd, strings.TrimPrefix(r.Path, o.Path+"/"), unix.O_PATH|unix.O_DIRECTORY, strict|unix.RESOLVE_BENEATH)
 		if err == nil {
 			err = sameFile(fd, r.Dev, r.Ino)
 		}
@@ -125,16 +136,28 @@ func isolateMounts(p *Policy, roots []openRoot) ([]openRoot, error) {
 		}
 		visible = append(visible, openRoot{Root: r.Root, fd: fd})
 	}
-	for _, r := range visible {
-		if err := protectIn(r, p.ProtectedNames, visible); err != nil {
-			return nil, err
-		}
-	}
 	return visible, nil
 }
 
-// splitNested separates the roots inside another root from the others;
-// the nested ones come sorted outermost first.
+// pinAndProtect plans the pins and read-only entries and applies them.
+func pinAndProtect(p *Policy, outer, roots, inner []openRoot) error {
+	pl := &plan{outer: outer, roots: rootsOf(roots), entries: map[string]*planned{}}
+	for _, r := range inner {
+		if err := pl.pinRoot(r.Root); err != nil {
+			return fmt.Errorf("writable root %s: %w", r.Path, err)
+		}
+	}
+	for _, r := range roots {
+		if !r.Shared {
+			if err := pl.protectNames(r.Root, p.ProtectedNames); err != nil {
+				return err
+			}
+		}
+	}
+	return pl.apply()
+}
+
+// splitNested separates the roots inside another root from the others.
 func splitNested(roots []openRoot) (outer, inner []openRoot) {
 	for _, r := range roots {
 		if enclosing(roots, r.Path) != nil {
@@ -143,7 +166,6 @@ func splitNested(roots []openRoot) (outer, inner []openRoot) {
 			outer = append(outer, r)
 		}
 	}
-	slices.SortFunc(inner, func(a, b openRoot) int { return len(a.Path) - len(b.Path) })
 	return outer, inner
 }
 
@@ -188,206 +210,374 @@ func readOnlyTree(dirfd int, path string, flags uint) error {
 }
 
 // pin mounts a copy of the file, directory or symlink fd (and the mounts
-// below it) onto itself, read-only if asked, and returns the copy's
-// descriptor, through which lookups see it. Being a mount point, the
-// entry can be neither renamed nor removed in this namespace.
-func pin(fd int, readOnly bool) (int, error) {
+// below it) onto itself. Being a mount point, the entry can be neither
+// renamed nor removed in this namespace.
+func pin(fd int) error {
 	tree, err := unix.OpenTree(fd, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE|unix.AT_EMPTY_PATH)
 	if err != nil {
-		return -1, fmt.Errorf("open_tree: %w", err)
+		return fmt.Errorf("open_tree: %w", err)
 	}
-	if readOnly {
-		if err := readOnlyTree(tree, "", unix.AT_EMPTY_PATH); err != nil {
-			return -1, fmt.Errorf("mount_setattr: %w", err)
-		}
-	}
+	defer unix.Close(tree)
 	if err := unix.MoveMount(tree, "", fd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
-		return -1, fmt.Errorf("move_mount: %w", err)
+		return fmt.Errorf("move_mount: %w", err)
 	}
-	return tree, nil
+	return nil
 }
 
-// pinChain walks rel down from the directory dir, pinning each directory
-// on the way, and returns the last one. Symlinks are refused.
-func pinChain(dir int, rel string) (int, error) {
+// plan collects the entries to pin and make read-only, then applies them
+// in one pass: each once, parents before children, so that no pin hides
+// another, and read-only last.
+type plan struct {
+	outer   []openRoot // the roots not inside another, as mounted now
+	roots   []Root     // every root
+	entries map[string]*planned
+	budget  int      // new entries the protected name being planned may still add
+	added   []string // the new entries, in order
+}
+
+// planned is an entry to pin, as it was when found.
+type planned struct {
+	path     string
+	dev, ino uint64
+	readOnly bool
+}
+
+// add plans to pin path, if it lies inside a writable root (elsewhere
+// every mount is read-only: nothing there can be renamed).
+func (pl *plan) add(path string, st *unix.Stat_t, readOnly bool) {
+	if enclosing(pl.outer, path) == nil {
+		return
+	}
+	e := pl.entries[path]
+	if e == nil {
+		pl.budget--
+		pl.added = append(pl.added, path)
+		e = &planned{path: path, dev: uint64(st.Dev), ino: st.Ino} //nolint:unconvert // Dev's type varies by architecture
+		pl.entries[path] = e
+	}
+	e.readOnly = e.readOnly || readOnly
+}
+
+// pinRoot plans to pin a nested root and every directory above it up to
+// its outer root.
+func (pl *plan) pinRoot(r Root) error {
+	pl.budget = pinsPerName
+	_, st, err := pl.walk("/", r.Path)
+	switch {
+	case errors.Is(err, errSkip):
+		err = unix.ENOENT // gone or hidden since it was opened
+	case err == nil:
+		err = sameIDs(&st, r.Dev, r.Ino)
+	}
+	if err != nil {
+		return explainLookup(err)
+	}
+	pl.add(r.Path, &st, false)
+	return nil
+}
+
+// errSkip marks a target that cannot or need not be protected: missing;
+// past a directory the helper may not search, which no command of the
+// user's can search either (the helper looks past the modes of the user's
+// own files, which a command could change, with CAP_DAC_READ_SEARCH); or
+// reached through /proc, whose links lead wherever the process that
+// follows them is.
+var errSkip = errors.New("skip")
+
+// unreachable reports whether a lookup error means there is nothing
+// there for the user's commands to reach: missing, past a directory they
+// may not search, or past a symlink loop or a path too long, which the
+// kernel cannot resolve either.
+func unreachable(err error) bool {
+	return errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.EACCES) ||
+		errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENAMETOOLONG)
+}
+
+// pinsPerName bounds the new entries one protected name may add to the
+// plan: an honest repository needs a handful, and a command that builds a
+// maze of links and directories behind a name it made must not make every
+// later launch slow or fail. Past the bound the name's target is left
+// alone (its entry is still protected); other names keep their own.
+const pinsPerName = 256
+
+// walk resolves path from the directory dir as the kernel would, one
+// component at a time, planning to pin every directory and symlink it
+// passes inside a writable root. It returns the final path and its
+// status; errSkip when it is unreachable or under /proc.
+func (pl *plan) walk(dir, path string) (string, unix.Stat_t, error) {
+	var st unix.Stat_t
 	cur := dir
-	for _, name := range strings.Split(rel, "/") {
-		next, err := openat2(cur, name, unix.O_PATH|unix.O_DIRECTORY, strict|unix.RESOLVE_BENEATH)
-		if err != nil {
-			return -1, err
-		}
-		if cur, err = pin(next, false); err != nil {
-			return -1, err
-		}
+	if filepath.IsAbs(path) {
+		cur = "/"
 	}
-	return cur, nil
-}
-
-// protectIn makes each name that exists directly in root read-only (SPEC
-// §8.2): the entry, a symlink's target, and for a .git file the gitdir it
-// names and that gitdir's common directory (a worktree's hooks and config
-// live there). A symlink is pinned: it can be neither removed nor
-// replaced. Entries that are writable roots themselves, or contain one,
-// are left alone (an explicit root wins), and so are entries that are
-// not files, directories or symlinks. In a world-writable sticky
-// directory (/tmp) other users make the entries: none is looked up there.
-func protectIn(root openRoot, names []string, roots []openRoot) error {
-	if shared, err := worldWritableSticky(root.fd); err != nil || shared {
-		return err
-	}
-	for _, name := range names {
-		fd, err := unix.Openat(root.fd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if errors.Is(err, unix.ENOENT) {
+	todo := strings.Split(path, "/")
+	for links := 0; len(todo) > 0; {
+		c := todo[0]
+		todo = todo[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			cur = filepath.Dir(cur) // cur has no symlinks: the parent is its prefix
 			continue
 		}
-		if err == nil {
-			err = protectEntry(root, name, fd, roots)
+		next := filepath.Join(cur, c)
+		if next == "/proc" || strings.HasPrefix(next, "/proc/") || pl.budget < 0 || len(next) >= unix.PathMax {
+			return "", st, errSkip
 		}
+		switch err := unix.Lstat(next, &st); {
+		case unreachable(err):
+			return "", st, errSkip
+		case err != nil:
+			return "", st, fmt.Errorf("%s: %w", next, err)
+		}
+		if st.Mode&unix.S_IFMT != unix.S_IFLNK {
+			if len(todo) > 0 {
+				pl.add(next, &st, false)
+			}
+			cur = next
+			continue
+		}
+		if links++; links > 40 || pl.budget < 0 || len(next) >= unix.PathMax {
+			return "", st, errSkip // a loop, a maze, or a path that cannot be reopened
+		}
+		pl.add(next, &st, false) // a symlink on the way: pinned, it cannot be pointed elsewhere
+		target, err := os.Readlink(next)
 		if err != nil {
-			return fmt.Errorf("protected path %s/%s: %w", root.Path, name, err)
+			return "", st, err
+		}
+		if filepath.IsAbs(target) {
+			cur = "/"
+		}
+		todo = append(strings.Split(target, "/"), todo...)
+	}
+	if err := unix.Stat(cur, &st); err != nil { // cur is the final object; "." or ".." may have led here
+		return "", st, errSkip
+	}
+	return cur, st, nil
+}
+
+// protectNames plans to make each name that exists directly in root
+// read-only (SPEC §8.2): the entry, a symlink's target, and for .git the
+// repository git would use behind it (see protectRepository). A symlink
+// itself is pinned. Entries that are not files, directories or symlinks
+// are left alone, and so are entries or targets that are a writable root
+// or contain one (an explicit root wins) and targets outside the roots
+// (read-only already).
+func (pl *plan) protectNames(root Root, names []string) error {
+	for _, name := range names {
+		path := filepath.Join(root.Path, name)
+		pl.budget = pinsPerName
+		if err := pl.protectName(root, name, path); err != nil {
+			return fmt.Errorf("protected path %s: %w", path, err)
 		}
 	}
 	return nil
 }
 
-func protectEntry(root openRoot, name string, fd int, roots []openRoot) error {
+func (pl *plan) protectName(root Root, name, path string) error {
 	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
+	switch err := unix.Lstat(path, &st); {
+	case unreachable(err):
+		return nil
+	case err != nil:
 		return err
 	}
 	kind := st.Mode & unix.S_IFMT
-	if (kind != unix.S_IFDIR && kind != unix.S_IFREG && kind != unix.S_IFLNK) || containsRoot(fd, roots) {
+	if (kind != unix.S_IFDIR && kind != unix.S_IFREG && kind != unix.S_IFLNK) || containsRoot(path, pl.roots) {
 		return nil
 	}
-	pinned, err := pin(fd, kind != unix.S_IFLNK)
-	if err != nil {
+	pl.add(path, &st, kind != unix.S_IFLNK)
+	final := path
+	if kind == unix.S_IFLNK {
+		var err error
+		if final, err = pl.protectTarget(root.Path, name); err != nil || final == "" {
+			return err
+		}
+	}
+	if name != ".git" {
+		return nil
+	}
+	return pl.protectRepository(root.Path, final)
+}
+
+// protectRepository plans to protect what git, working in dir, takes for
+// the repository behind .git (found at git, symlinks followed), resolving
+// paths the way git does: for a file "gitdir: X", X (relative to dir);
+// then, when the repository has a commondir file (it is a worktree's), the
+// directory that file names (relative to the repository), where the hooks
+// and config are. The files read are made read-only, so the command
+// cannot point them elsewhere.
+func (pl *plan) protectRepository(dir, git string) error {
+	repo := git
+	if isRegular(git) {
+		target, err := gitFile(git, "gitdir: ")
+		if err != nil {
+			return nil // not a gitdir pointer: git will not use it
+		}
+		if repo, err = pl.protectTarget(dir, target); err != nil || repo == "" {
+			return err
+		}
+	}
+	commondir, err := pl.protectTarget(repo, "commondir")
+	if err != nil || commondir == "" || !isRegular(commondir) {
 		return err
 	}
+	common, err := gitFile(commondir, "")
+	if err != nil {
+		return nil
+	}
+	_, err = pl.protectTarget(repo, common)
+	return err
+}
+
+// dropIfOverBudget forgets the entries added since mark when the name
+// being planned went over its budget: the target is left alone, and pins
+// on the way to it would only cost.
+func (pl *plan) dropIfOverBudget(mark int) {
+	if pl.budget >= 0 || mark > len(pl.added) {
+		return
+	}
+	for _, p := range pl.added[mark:] {
+		delete(pl.entries, p)
+	}
+	pl.added = pl.added[:mark]
+}
+
+func isRegular(path string) bool {
+	var st unix.Stat_t
+	return unix.Stat(path, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG
+}
+
+// protectTarget plans to make what path (from dir) leads to read-only,
+// with every directory and symlink on the way pinned. It returns the
+// target's path, or "" when it is unreachable, under /proc, not a file or
+// directory, or is or contains a root.
+func (pl *plan) protectTarget(dir, path string) (string, error) {
+	mark := len(pl.added)
+	final, st, err := pl.walk(dir, path)
 	switch {
-	case kind == unix.S_IFLNK:
-		_, err := protectTarget(root.fd, name, roots)
-		return err
-	case kind == unix.S_IFREG && name == ".git":
-		gitdir, err := gitdirOf(pinned)
+	case errors.Is(err, errSkip):
+		pl.dropIfOverBudget(mark)
+		return "", nil
+	case err != nil:
+		return "", err
+	}
+	kind := st.Mode & unix.S_IFMT
+	if (kind != unix.S_IFDIR && kind != unix.S_IFREG) || containsRoot(final, pl.roots) {
+		return "", nil
+	}
+	// ".." may have led here past directories the walk did not pin.
+	for d := filepath.Dir(final); enclosing(pl.outer, d) != nil; d = filepath.Dir(d) {
+		var dst unix.Stat_t
+		if err := unix.Lstat(d, &dst); err != nil {
+			return "", fmt.Errorf("%s: %w", d, err)
+		}
+		pl.add(d, &dst, false)
+	}
+	pl.add(final, &st, true)
+	return final, nil
+}
+
+// apply pins the planned entries, parents first, checking that each is
+// still what was found, then makes the read-only ones so and checks that.
+// Entries below a read-only one are left to its (recursive) mount.
+func (pl *plan) apply() error {
+	entries := make([]*planned, 0, len(pl.entries))
+	for _, e := range pl.entries {
+		if !pl.underReadOnly(e.path) {
+			entries = append(entries, e)
+		}
+	}
+	slices.SortFunc(entries, func(a, b *planned) int {
+		if d := strings.Count(a.path, "/") - strings.Count(b.path, "/"); d != 0 {
+			return d
+		}
+		return strings.Compare(a.path, b.path)
+	})
+	for _, e := range entries {
+		fd, err := pl.open(e)
+		if err == nil {
+			err = pin(fd)
+			unix.Close(fd)
+		}
 		if err != nil {
-			return nil // not a gitdir pointer: nothing more to protect
+			return fmt.Errorf("pin %s: %w", e.path, err)
 		}
-		gd, err := protectTarget(root.fd, gitdir, roots)
-		if err != nil || gd < 0 {
-			return err
+	}
+	for _, e := range entries {
+		if !e.readOnly {
+			continue
 		}
-		if common, err := firstLine(gd, "commondir"); err == nil && common != "" {
-			_, err = protectTarget(gd, common, roots)
-			return err
+		fd, err := pl.open(e)
+		if err == nil {
+			err = readOnlyTree(fd, "", unix.AT_EMPTY_PATH)
+			if err == nil {
+				err = checkReadOnly(fd)
+			}
+			unix.Close(fd)
+		}
+		if err != nil {
+			return fmt.Errorf("protected path %s: %w", e.path, err)
 		}
 	}
 	return nil
 }
 
-// protectTarget makes the file or directory that path (relative to dir,
-// symlinks followed, magic links refused) leads to read-only, when it is
-// inside a writable root and contains none; elsewhere it is read-only
-// already. Every directory from its root down to it is pinned, so that no
-// sandboxed command can move it away and put another in its place. It
-// returns the protected directory's descriptor, or -1 if there was none.
-func protectTarget(dir int, path string, roots []openRoot) (int, error) {
-	t, err := openat2(dir, path, unix.O_PATH, unix.RESOLVE_NO_MAGICLINKS)
-	if err != nil {
-		return -1, nil // missing: nothing to protect
-	}
-	var st unix.Stat_t
-	if err := unix.Fstat(t, &st); err != nil {
-		return -1, err
-	}
-	kind := st.Mode & unix.S_IFMT
-	if (kind != unix.S_IFDIR && kind != unix.S_IFREG) || containsRoot(t, roots) {
-		return -1, nil
-	}
-	at, err := fdPath(t)
-	if err != nil {
-		return -1, err
-	}
-	root := enclosing(roots, at)
-	if root == nil {
-		return -1, nil
-	}
-	parentRel, name := filepath.Split(strings.TrimPrefix(at, root.Path+"/"))
-	parent := root.fd
-	if parentRel != "" {
-		if parent, err = pinChain(root.fd, strings.TrimSuffix(parentRel, "/")); err != nil {
-			return -1, err
-		}
-	}
-	final, err := openat2(parent, name, unix.O_PATH, strict|unix.RESOLVE_BENEATH)
-	if err == nil {
-		err = sameFile(final, uint64(st.Dev), st.Ino) //nolint:unconvert // Dev's type varies by architecture
-	}
-	if err != nil {
-		return -1, err
-	}
-	return pin(final, true)
-}
-
-// containsRoot reports whether fd is a writable root or one of their
-// ancestors: making it read-only would take a root away.
-func containsRoot(fd int, roots []openRoot) bool {
-	p, err := fdPath(fd)
-	if err != nil {
-		return true // unknown: leave it alone
-	}
-	for _, r := range roots {
-		if p == "/" || p == r.Path || strings.HasPrefix(r.Path, p+"/") {
+// underReadOnly reports whether path lies below an entry to be made
+// read-only: nothing there can be written, renamed or removed, so it
+// needs no mount of its own.
+func (pl *plan) underReadOnly(path string) bool {
+	for d := filepath.Dir(path); d != "/"; d = filepath.Dir(d) {
+		if e := pl.entries[d]; e != nil && e.readOnly {
 			return true
 		}
 	}
 	return false
 }
 
-func fdPath(fd int) (string, error) { return os.Readlink(fmt.Sprintf("/proc/self/fd/%d", fd)) }
+var errChanged = errors.New("changed while the sandbox was set up")
 
-func worldWritableSticky(fd int) (bool, error) {
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return false, err
+// open opens a planned entry beneath its outer root, refusing symlinks on
+// the way, and checks that it is what was found.
+func (pl *plan) open(e *planned) (int, error) {
+	o := enclosing(pl.outer, e.path)
+	fd, err := openat2(o.fd, strings.TrimPrefix(e.path, o.Path+"/"), unix.O_PATH|unix.O_NOFOLLOW, strict|unix.RESOLVE_BENEATH)
+	if err != nil {
+		return -1, fmt.Errorf("%w: %w", errChanged, err)
 	}
-	return st.Mode&unix.S_ISVTX != 0 && st.Mode&0o002 != 0, nil
+	if err := sameFile(fd, e.dev, e.ino); err != nil {
+		unix.Close(fd)
+		return -1, errChanged
+	}
+	return fd, nil
 }
 
-// gitdirOf returns X from a .git file "gitdir: X" (fd is the file).
-func gitdirOf(fd int) (string, error) {
-	line, err := firstLine(fd, "")
-	if err != nil {
-		return "", err
+func checkReadOnly(fd int) error {
+	var sfs unix.Statfs_t
+	if err := unix.Fstatfs(fd, &sfs); err != nil {
+		return err
 	}
-	gitdir, ok := strings.CutPrefix(line, "gitdir:")
-	if !ok {
-		return "", errors.New("no gitdir line")
+	if sfs.Flags&unix.ST_RDONLY == 0 {
+		return errors.New("still writable after the read-only mount")
 	}
-	return strings.TrimSpace(gitdir), nil
+	return nil
 }
 
-// firstLine returns the first line of the regular file name in dir (dir
-// itself if name is ""), trimmed.
-func firstLine(dir int, name string) (string, error) {
-	const flags = unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
-	var fd int
-	var err error
-	if name == "" {
-		fd, err = unix.Open(fmt.Sprintf("/proc/self/fd/%d", dir), flags&^unix.O_NOFOLLOW, 0)
-	} else {
-		fd, err = unix.Openat(dir, name, flags, 0)
+func sameIDs(st *unix.Stat_t, dev, ino uint64) error {
+	if uint64(st.Dev) != dev || st.Ino != ino { //nolint:unconvert // Dev's type varies by architecture
+		return errReplaced
 	}
-	if err != nil {
-		return "", err
+	return nil
+}
+
+// containsRoot reports whether path is a writable root or one of their
+// ancestors: making it read-only would take a root away.
+func containsRoot(path string, roots []Root) bool {
+	for _, r := range roots {
+		if path == "/" || path == r.Path || strings.HasPrefix(r.Path, path+"/") {
+			return true
+		}
 	}
-	f := os.NewFile(uintptr(fd), "protected file")
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return "", errors.New("not a regular file")
-	}
-	sc := bufio.NewScanner(f)
-	if !sc.Scan() {
-		return "", errors.New("empty")
-	}
-	return strings.TrimSpace(sc.Text()), nil
+	return false
 }

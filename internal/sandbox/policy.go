@@ -1,8 +1,6 @@
 package sandbox
 
 import (
-	"bufio"
-	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -46,6 +44,12 @@ type Root struct {
 	Path string `json:"path"`
 	Dev  uint64 `json:"dev"`
 	Ino  uint64 `json:"ino"`
+	// Shared: a temporary directory (/tmp, /dev/shm, $TMPDIR) that was
+	// world-writable with the sticky bit when execd started, and is not
+	// the cwd or a configured root. Other users make its entries, so
+	// protected names are not looked up in it. Decided at start and never
+	// for the workspace: a command may chmod the roots it writes.
+	Shared bool `json:"shared,omitempty"`
 }
 
 // RootPaths returns the roots' paths.
@@ -79,6 +83,7 @@ func (s Settings) Roots(cwd string, env []string) []Root {
 		return nil
 	}
 	candidates := append([]string{cwd}, s.WritableRoots...)
+	temporary := len(candidates) // from here on
 	if !s.ExcludeSlashTmp {
 		candidates = append(candidates, "/tmp", "/dev/shm")
 	}
@@ -88,7 +93,7 @@ func (s Settings) Roots(cwd string, env []string) []Root {
 		}
 	}
 	var roots []Root
-	for _, c := range candidates {
+	for i, c := range candidates {
 		if !filepath.IsAbs(c) {
 			c = filepath.Join(cwd, c)
 		}
@@ -98,7 +103,8 @@ func (s Settings) Roots(cwd string, env []string) []Root {
 		}
 		if fi, err := os.Stat(r); err == nil && fi.IsDir() {
 			dev, ino := fileID(fi)
-			roots = append(roots, Root{Path: r, Dev: dev, Ino: ino})
+			shared := i >= temporary && fi.Mode()&os.ModeSticky != 0 && fi.Mode().Perm()&0o002 != 0
+			roots = append(roots, Root{Path: r, Dev: dev, Ino: ino, Shared: shared})
 		}
 	}
 	return roots
@@ -109,7 +115,8 @@ func (s Settings) Roots(cwd string, env []string) []Root {
 // descriptors): for
 // each name that exists directly in a root, the entry itself (a symlink
 // included, so it cannot be swapped), its target when it is a symlink,
-// and the gitdir a .git file points to.
+// and behind .git the repository git would use and its common directory
+// (gitRepository).
 func ProtectedPaths(roots, names []string) []string {
 	var out []string
 	add := func(p string) {
@@ -128,41 +135,22 @@ func ProtectedPaths(roots, names []string) []string {
 				continue
 			}
 			add(p)
+			final := p
 			if fi.Mode()&os.ModeSymlink != 0 {
-				if t, err := filepath.EvalSymlinks(p); err == nil {
-					add(t)
+				if final, err = filepath.EvalSymlinks(p); err != nil {
+					continue
 				}
-				continue
+				add(final)
 			}
-			if name == ".git" && fi.Mode().IsRegular() {
-				if d, err := gitdir(p); err == nil {
-					add(d)
+			if name == ".git" {
+				files, dirs := gitRepository(root, final)
+				for _, f := range append(files, dirs...) {
+					add(f)
 				}
 			}
 		}
 	}
 	return out
-}
-
-// gitdir returns the directory a .git file names ("gitdir: X"), resolved
-// relative to the file.
-func gitdir(file string) (string, error) {
-	f, err := os.Open(file)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	if sc.Scan() {
-		if d, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "gitdir:"); ok {
-			d = strings.TrimSpace(d)
-			if !filepath.IsAbs(d) {
-				d = filepath.Join(filepath.Dir(file), d)
-			}
-			return filepath.EvalSymlinks(d)
-		}
-	}
-	return "", errors.New("no gitdir line")
 }
 
 func envValue(env []string, key string) string {

@@ -52,6 +52,39 @@ func TestRoots(t *testing.T) {
 	}
 }
 
+// Shared (no protected names looked up) is for world-writable sticky
+// temporary directories only: never the workspace, whatever its mode.
+func TestRootsShared(t *testing.T) {
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cwd, extra, tmpdir, private := filepath.Join(base, "cwd"), filepath.Join(base, "extra"), filepath.Join(base, "tmpdir"), filepath.Join(base, "private")
+	mkdirs(t, cwd, extra, tmpdir, private)
+	for _, d := range []string{cwd, extra, tmpdir} {
+		if err := os.Chmod(d, os.ModeSticky|0o777); err != nil {
+			t.Fatal(err)
+		}
+	}
+	shared := func(s Settings, cwd, tmpdir string) map[string]bool {
+		out := map[string]bool{}
+		for _, r := range s.Roots(cwd, []string{"TMPDIR=" + tmpdir}) {
+			out[r.Path] = r.Shared
+		}
+		return out
+	}
+	got := shared(Settings{Mode: WorkspaceWrite, WritableRoots: []string{extra}}, cwd, tmpdir)
+	if got[cwd] || got[extra] || !got[tmpdir] {
+		t.Errorf("sticky cwd, configured root, $TMPDIR: shared %v; want only $TMPDIR", got)
+	}
+	if fi, err := os.Stat("/tmp"); err == nil && fi.Mode()&os.ModeSticky != 0 && fi.Mode().Perm()&0o002 != 0 && !got["/tmp"] {
+		t.Errorf("/tmp: shared %v; want it shared", got)
+	}
+	if got := shared(Settings{Mode: WorkspaceWrite}, "/tmp", private); got["/tmp"] || got[private] {
+		t.Errorf("cwd /tmp, private $TMPDIR: shared %v; want neither", got)
+	}
+}
+
 func TestProtectedPaths(t *testing.T) {
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {

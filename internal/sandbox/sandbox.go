@@ -11,10 +11,12 @@
 // status pipe on fd 4. The helper opens the writable roots and checks
 // that they are the directories execd started with; in its own user,
 // mount and IPC (and network) namespaces it turns off nested user
-// namespaces, makes every mount read-only but the roots, pins the
-// directories leading to nested roots and to protected paths so that
-// commands cannot rename them, and makes the protected paths read-only,
-// all through descriptors; it changes to the working directory, sets
+// namespaces, makes every mount read-only but the roots, pins (mounts
+// onto themselves, once each, parents first) the directories and
+// symlinks leading to nested roots and to protected paths so that
+// commands cannot rename or repoint them, and makes the protected paths
+// read-only, all through descriptors checked against what it planned
+// from; it changes to the working directory, sets
 // no_new_privs, gives up every capability, applies Landlock and a seccomp
 // filter to itself and execs the command: the pid, process group and
 // terminal are the command's. If a step fails it writes a [SetupError] as

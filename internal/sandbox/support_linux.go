@@ -61,7 +61,7 @@ func probeMain() int {
 	if err == nil {
 		var fd int
 		if fd, err = unix.Open("/", unix.O_PATH|unix.O_CLOEXEC, 0); err == nil {
-			_, err = pin(fd, true)
+			err = pin(fd)
 		}
 	}
 	if err != nil {
@@ -100,11 +100,12 @@ func userNSError(err error) string {
 
 // addNamespaces makes the helper start in new user, mount and IPC
 // namespaces, and a new network namespace unless network is allowed, with the
-// caller's uid and gid mapped to themselves. CAP_SYS_ADMIN and
-// CAP_SYS_RESOURCE in the new namespace are kept across the helper's exec
-// as ambient capabilities, so that it can mount and turn off nested user
-// namespaces even when the caller is not root; the helper drops them
-// before it execs the command.
+// caller's uid and gid mapped to themselves. CAP_SYS_ADMIN,
+// CAP_SYS_RESOURCE and CAP_DAC_READ_SEARCH in the new namespace are kept
+// across the helper's exec as ambient capabilities, so that it can mount,
+// turn off nested user namespaces and look paths up whatever modes a
+// command gave the directories on the way, even when the caller is not
+// root; the helper drops them before it execs the command.
 func addNamespaces(a *syscall.SysProcAttr, network bool) {
 	a.Cloneflags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWIPC
 	if !network {
@@ -114,7 +115,7 @@ func addNamespaces(a *syscall.SysProcAttr, network bool) {
 	a.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
 	a.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
 	a.GidMappingsEnableSetgroups = false
-	a.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SYS_RESOURCE}
+	a.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SYS_RESOURCE, unix.CAP_DAC_READ_SEARCH}
 }
 
 func kernelRelease() string {
