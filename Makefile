@@ -10,9 +10,11 @@ FUZZTIME  ?=
 # Every fuzz target, as package:Target:executions (about 10 s each on 2
 # cores). Counts, not a duration: Go 1.26's coordinator can fail a target
 # with a bare "context deadline exceeded" when a -fuzztime duration ends
-# mid-execution (go.dev/issue/75804, fixed in Go 1.27).
+# mid-execution (go.dev/issue/75804, fixed in Go 1.27). Minimizing a new
+# input is bounded by count too: by default it may take a minute per input.
 FUZZ_TARGETS := ./internal/rpc:FuzzDecode:40000 ./internal/tools:FuzzArgs:300000 \
-	./internal/procstore:FuzzHeadTail:1000000 ./internal/sandbox:FuzzFilter:400000
+	./internal/procstore:FuzzHeadTail:1000000 ./internal/sandbox:FuzzFilter:400000 \
+	./internal/policy:FuzzPlainCommands:300000
 
 .PHONY: all build test check fmt-check vet lint unit integration fuzz cross bench clean test-deps
 
@@ -68,7 +70,7 @@ fuzz:
 		pkg=$${t%%:*}; rest=$${t#*:}; name=$${rest%%:*}; budget=$(FUZZTIME); \
 		[ -n "$$budget" ] || budget=$${rest##*:}x; \
 		echo "fuzz $$name ($$pkg) for $$budget"; \
-		$(GO) test -run='^$$' -fuzz="^$$name\$$" -fuzztime=$$budget $$pkg; \
+		$(GO) test -run='^$$' -fuzz="^$$name\$$" -fuzztime=$$budget -fuzzminimizetime=500x $$pkg; \
 	done
 
 ## bench: performance numbers against in-run baselines (see test/bench).

@@ -18,6 +18,7 @@ var allowedInternal = map[string][]string{
 	"reaper":    {"procfs"}, // owns processes, takes no logger
 	"sandbox":   nil,        // restrictions and platform facts
 	"procstore": nil,        // the session table and output buffers
+	"policy":    nil,        // what commands stand for and which may run unasked
 	"ptyio":     {"procfs"}, // terminals, and whether one waits for input
 	"proctest":  {"procfs"}, // test helper: finds processes by marker
 	// test helper: runs a test binary under the process's one Reaper

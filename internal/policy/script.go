@@ -1,0 +1,219 @@
+package policy
+
+import (
+	"path/filepath"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// Commands returns the commands a call's argv stands for (SPEC §7.1): the
+// commands of a plain script run by bash, zsh or sh with -c or -lc
+// ([PlainCommands]), or the one command of such a script that feeds it a
+// heredoc, else the argv itself.
+func Commands(argv []string) [][]string {
+	if cmds, ok := PlainCommands(argv); ok {
+		return cmds
+	}
+	if cmd, ok := HeredocCommand(argv); ok {
+		return [][]string{cmd}
+	}
+	return [][]string{argv}
+}
+
+// PlainCommands reports whether argv is [bash|zsh|sh, -c|-lc, script]
+// whose script is a plain sequence, and returns its commands: words and
+// quoted strings joined by &&, ||, ; and |, without expansion (globbing
+// characters and ~ unquoted count as expansion: they change the argv at
+// run time), redirection, subshell, substitution, assignment or
+// background job.
+func PlainCommands(argv []string) ([][]string, bool) {
+	f, ok := parseShellScript(argv)
+	if !ok {
+		return nil, false
+	}
+	var cmds [][]string
+	for _, st := range f.Stmts {
+		if !appendPlain(&cmds, st) {
+			return nil, false
+		}
+	}
+	return cmds, true
+}
+
+// HeredocCommand reports whether argv is [bash|zsh|sh, -c|-lc, script]
+// whose script is one plain command fed by a heredoc (whose body expands
+// nothing), maybe with its output redirected to plain words, and returns
+// that command: python3 <<'PY' ... PY stands for [python3].
+func HeredocCommand(argv []string) ([]string, bool) {
+	f, ok := parseShellScript(argv)
+	if !ok || len(f.Stmts) != 1 {
+		return nil, false
+	}
+	st := f.Stmts[0]
+	c, ok := st.Cmd.(*syntax.CallExpr)
+	if !ok || !simpleStmt(st) {
+		return nil, false
+	}
+	words, ok := plainWords(c)
+	if !ok {
+		return nil, false
+	}
+	heredocs := 0
+	for _, r := range st.Redirs {
+		switch r.Op {
+		case syntax.Hdoc, syntax.DashHdoc:
+			if !inertHeredoc(r) {
+				return nil, false
+			}
+			heredocs++
+		case syntax.RdrOut, syntax.AppOut:
+			if _, ok := plainWord(r.Word); !ok {
+				return nil, false
+			}
+		default:
+			return nil, false
+		}
+	}
+	if heredocs == 0 {
+		return nil, false
+	}
+	return words, true
+}
+
+// parseShellScript parses the script of [bash|zsh|sh, -c|-lc, script]
+// as bash. An empty script stands for nothing plain.
+func parseShellScript(argv []string) (*syntax.File, bool) {
+	if len(argv) != 3 || (argv[1] != "-c" && argv[1] != "-lc") {
+		return nil, false
+	}
+	switch filepath.Base(argv[0]) {
+	case "bash", "zsh", "sh":
+	default:
+		return nil, false
+	}
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(argv[2]), "")
+	if err != nil || len(f.Stmts) == 0 {
+		return nil, false
+	}
+	return f, true
+}
+
+func simpleStmt(st *syntax.Stmt) bool {
+	return !st.Negated && !st.Background && !st.Coprocess && !st.Disown
+}
+
+func appendPlain(cmds *[][]string, st *syntax.Stmt) bool {
+	if !simpleStmt(st) || len(st.Redirs) > 0 {
+		return false
+	}
+	switch c := st.Cmd.(type) {
+	case *syntax.CallExpr:
+		words, ok := plainWords(c)
+		if ok {
+			*cmds = append(*cmds, words)
+		}
+		return ok
+	case *syntax.BinaryCmd:
+		if c.Op != syntax.AndStmt && c.Op != syntax.OrStmt && c.Op != syntax.Pipe {
+			return false
+		}
+		return appendPlain(cmds, c.X) && appendPlain(cmds, c.Y)
+	}
+	return false
+}
+
+func plainWords(c *syntax.CallExpr) ([]string, bool) {
+	if len(c.Assigns) > 0 || len(c.Args) == 0 {
+		return nil, false
+	}
+	words := make([]string, len(c.Args))
+	for i, w := range c.Args {
+		s, ok := plainWord(w)
+		if !ok {
+			return nil, false
+		}
+		words[i] = s
+	}
+	return words, true
+}
+
+// plainWord returns the value of a word made of literal text and quoted
+// strings, as the shell would pass it.
+func plainWord(w *syntax.Word) (string, bool) {
+	var b strings.Builder
+	for _, part := range w.Parts {
+		switch p := part.(type) {
+		case *syntax.Lit:
+			if strings.ContainsAny(p.Value, "*?[{~") {
+				return "", false // globbing, braces, tilde: expanded at run time
+			}
+			b.WriteString(unescape(p.Value, false))
+		case *syntax.SglQuoted:
+			if p.Dollar {
+				return "", false
+			}
+			b.WriteString(p.Value)
+		case *syntax.DblQuoted:
+			if p.Dollar {
+				return "", false
+			}
+			for _, q := range p.Parts {
+				l, ok := q.(*syntax.Lit)
+				if !ok {
+					return "", false
+				}
+				b.WriteString(unescape(l.Value, true))
+			}
+		default:
+			return "", false
+		}
+	}
+	return b.String(), true
+}
+
+// unescape removes the backslashes the shell removes: before any
+// character outside quotes, and before $ ` " \ inside double quotes; a
+// backslash-newline pair joins lines in both.
+func unescape(s string, quoted bool) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' || i+1 == len(s) {
+			b.WriteByte(s[i])
+			continue
+		}
+		next := s[i+1]
+		switch {
+		case next == '\n':
+		case !quoted || strings.IndexByte("$`\"\\", next) >= 0:
+			b.WriteByte(next)
+		default:
+			b.WriteByte('\\')
+			b.WriteByte(next)
+		}
+		i++
+	}
+	return b.String()
+}
+
+// inertHeredoc reports whether a heredoc's body is passed as written:
+// its delimiter is quoted, or the body has no expansion in it.
+func inertHeredoc(r *syntax.Redirect) bool {
+	for _, p := range r.Word.Parts {
+		if _, lit := p.(*syntax.Lit); !lit {
+			return true // a quoted delimiter: the body is literal
+		}
+	}
+	if r.Hdoc == nil {
+		return true
+	}
+	for _, p := range r.Hdoc.Parts {
+		if _, lit := p.(*syntax.Lit); !lit {
+			return false
+		}
+	}
+	return true
+}
