@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -197,5 +198,38 @@ func TestRunSignalsKillTheCommand(t *testing.T) {
 			t.Errorf("%v: exit %v, want 130", sig, err)
 		}
 		assertGone(t, marker)
+	}
+}
+
+// execd check prints the rules' verdict as codex execpolicy check does
+// (SPEC §7.4), and a rules file that does not load is exit 1 naming it.
+func TestCheckCommand(t *testing.T) {
+	dir := t.TempDir()
+	rules := filepath.Join(dir, "a.rules")
+	if err := os.WriteFile(rules, []byte("prefix_rule(pattern=[\"git\"], decision=\"prompt\")\n"+
+		"prefix_rule(pattern=[\"git\", [\"commit\", \"push\"]], decision=\"forbidden\", justification=\"not from here\")\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(dir, "bad.rules")
+	if err := os.WriteFile(bad, []byte("prefix_rule(pattern=[\"git\"])\nprefix_rule(pattern=[\"x\"], justification=\" \")\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		args           []string
+		code           int
+		stdout, stderr string
+	}{
+		{[]string{"check", "--rules", rules, "--", "git", "push", "origin"}, 0,
+			`{"matchedRules":[{"prefixRuleMatch":{"matchedPrefix":["git"],"decision":"prompt"}},{"prefixRuleMatch":{"matchedPrefix":["git","push"],"decision":"forbidden","justification":"not from here"}}],"decision":"forbidden"}` + "\n", ""},
+		{[]string{"check", "--rules", rules, "ls", "-l"}, 0, `{"matchedRules":[]}` + "\n", ""},
+		{[]string{"check", "--rules", rules, "--rules", bad, "--", "ls"}, 1, "", bad + ":2:12: invalid rule: justification cannot be empty"},
+		{[]string{"check", "--rules", filepath.Join(dir, "missing.rules"), "--", "ls"}, 1, "", "missing.rules: no such file"},
+		{[]string{"check", "--rules", rules}, 2, "", "missing command"},
+	}
+	for _, tt := range tests {
+		r := runCLI(t, "", tt.args...)
+		if r.code != tt.code || r.stdout != tt.stdout || !strings.Contains(r.stderr, tt.stderr) {
+			t.Errorf("execd %s: exit %d, stdout %q, stderr %q; want %d, %q, %q", strings.Join(tt.args, " "), r.code, r.stdout, r.stderr, tt.code, tt.stdout, tt.stderr)
+		}
 	}
 }

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/spf13/pflag"
+
+	"github.com/execd/execd/internal/policy"
+)
+
+func checkFlags(fs *pflag.FlagSet) {
+	fs.SetInterspersed(false)
+	fs.StringArray("rules", nil, "a rules file (repeatable; evaluated in the order given)")
+	fs.Bool("pretty", false, "indent the JSON")
+}
+
+// checkCmd is `execd check --rules F... -- CMD...`: the verdict of the
+// rules on an argv as given, printed as `codex execpolicy check` prints
+// it (SPEC §7.4). Nothing is run.
+func checkCmd(fs *pflag.FlagSet, argv []string) int {
+	files, _ := fs.GetStringArray("rules")
+	switch {
+	case len(argv) == 0:
+		fmt.Fprintln(os.Stderr, "execd check: missing command (usage: execd check --rules FILE... [--pretty] -- CMD...)")
+		return exitUsage
+	case len(files) == 0:
+		// The configured rules are not applied to commands yet (issue #5):
+		// checking against them would promise what serve does not do.
+		fmt.Fprintln(os.Stderr, "execd check: give the rules files with --rules (checking the configured rules comes with issue #5)")
+		return exitUsage
+	}
+	var loaded []*policy.File
+	for _, f := range files {
+		pf, err := policy.LoadFile(f)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "execd check: %v\n", err)
+			return 1
+		}
+		loaded = append(loaded, pf)
+	}
+	res := policy.NewRules(loaded...).CheckArgv(argv)
+	enc := json.NewEncoder(os.Stdout)
+	if pretty, _ := fs.GetBool("pretty"); pretty {
+		enc.SetIndent("", "  ")
+	}
+	if err := enc.Encode(res); err != nil {
+		fmt.Fprintf(os.Stderr, "execd check: %v\n", err)
+		return exitInternal
+	}
+	return 0
+}
