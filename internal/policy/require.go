@@ -1,0 +1,239 @@
+package policy
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// ApprovalPolicy says when to ask the user (SPEC §7.2).
+type ApprovalPolicy string
+
+// The approval policies.
+const (
+	Untrusted ApprovalPolicy = "untrusted"
+	OnFailure ApprovalPolicy = "on-failure"
+	OnRequest ApprovalPolicy = "on-request"
+	Never     ApprovalPolicy = "never"
+)
+
+// Request is what decides whether a call may run: its argv, the policy,
+// whether execd's sandbox confines it, and what the model asked for.
+type Request struct {
+	Argv      []string
+	Policy    ApprovalPolicy
+	Sandboxed bool // the command runs in a sandbox execd enforces
+	Escalated bool // sandbox_permissions = require_escalated
+	// Prefix is the model's prefix_rule proposal, if any.
+	Prefix []string
+}
+
+// Outcome is what a Requirement demands.
+type Outcome int
+
+// The outcomes.
+const (
+	Run    Outcome = iota + 1 // without asking
+	Ask                       // the user must approve first
+	Refuse                    // never
+)
+
+// Requirement is the verdict on a call before it runs.
+type Requirement struct {
+	Outcome Outcome
+	// Unsandboxed: allow rules matched every command (Run only).
+	Unsandboxed bool
+	// Reason says why (Ask: a prompt rule's, or empty when the built-in
+	// knowledge asks; Refuse: always).
+	Reason string
+	// Amendment is the prefix the user may allow from now on, or nil.
+	Amendment []string
+}
+
+// NeverConflict is the reason when a rule asks but the policy never does.
+const NeverConflict = "approval required by policy, but AskForApproval is set to Never"
+
+// Require decides whether a call runs, must be approved or is refused
+// (SPEC §7.2-§7.4, COMPAT §17.8): the rules first, for each command of the
+// call; the policy and the built-in knowledge for commands no rule
+// matches; the strictest verdict wins.
+func Require(rs *Rules, req Request) Requirement {
+	if req.Escalated && req.Policy != OnRequest {
+		return Requirement{Outcome: Refuse, Reason: fmt.Sprintf(
+			"sandbox_permissions require_escalated is only honoured under approval_policy on-request (this is %s): run without it", req.Policy)}
+	}
+	cmds, heredoc := commandsOf(req.Argv)
+	ev := rs.Evaluate(cmds, func(c []string) Decision { return fallback(req, c) })
+	switch ev.Decision {
+	case Forbidden:
+		return Requirement{Outcome: Refuse, Reason: forbiddenReason(req.Argv, ev)}
+	case Prompt:
+		if req.Policy == Never {
+			return Requirement{Outcome: Refuse, Reason: NeverConflict}
+		}
+		r := Requirement{Outcome: Ask, Reason: promptReason(req.Argv, ev)}
+		if !heredoc {
+			r.Amendment = requestedAmendment(rs, req, cmds, ev)
+			if r.Amendment == nil {
+				r.Amendment = heuristicAmendment(ev, Prompt)
+			}
+		}
+		return r
+	}
+	r := Requirement{Outcome: Run, Unsandboxed: allowedByRules(cmds, ev)}
+	if !heredoc {
+		r.Amendment = heuristicAmendment(ev, Allow)
+	}
+	return r
+}
+
+// commandsOf splits the call (Commands) and reports whether it stands
+// for a command fed by a heredoc: no prefix is offered for those, since
+// allowing "python3" would allow every script.
+func commandsOf(argv []string) ([][]string, bool) {
+	if cmds, ok := PlainCommands(argv); ok {
+		return cmds, false
+	}
+	if cmd, ok := HeredocCommand(argv); ok {
+		return [][]string{cmd}, true
+	}
+	return [][]string{argv}, false
+}
+
+// fallback is the built-in knowledge's verdict on a command no rule
+// matches.
+func fallback(req Request, cmd []string) Decision {
+	if KnownSafe(cmd) {
+		return Allow
+	}
+	switch req.Policy {
+	case Untrusted:
+		return Prompt
+	case OnRequest:
+		if req.Escalated && req.Sandboxed {
+			return Prompt
+		}
+	case Never:
+		if !req.Sandboxed {
+			return Allow // the user runs without a sandbox and never wants asking
+		}
+	}
+	if Dangerous(cmd) {
+		return Prompt // under never: refused
+	}
+	return Allow
+}
+
+// allowedByRules reports whether allow rules matched every command: only
+// then does the call run without the sandbox.
+func allowedByRules(cmds [][]string, ev Evaluation) bool {
+	for _, c := range cmds {
+		if !slices.ContainsFunc(ev.Matches, func(m Match) bool {
+			return !m.Heuristic && m.Decision == Allow && slices.Equal(m.Command, c)
+		}) {
+			return false
+		}
+	}
+	return len(cmds) > 0
+}
+
+// heuristicAmendment is the first command the built-in knowledge gave
+// decision d, when no rule matched any command.
+func heuristicAmendment(ev Evaluation, d Decision) []string {
+	if slices.ContainsFunc(ev.Matches, func(m Match) bool { return !m.Heuristic && (d == Allow || m.Decision == Prompt) }) {
+		return nil
+	}
+	for _, m := range ev.Matches {
+		if m.Heuristic && m.Decision == d {
+			return m.Command
+		}
+	}
+	return nil
+}
+
+// requestedAmendment is the model's prefix when it may be offered: not
+// over-broad, no prompt rule matched, and with it every command of the
+// call would run.
+func requestedAmendment(rs *Rules, req Request, cmds [][]string, ev Evaluation) []string {
+	if len(req.Prefix) == 0 || OverBroad(req.Prefix) ||
+		slices.ContainsFunc(ev.Matches, func(m Match) bool { return !m.Heuristic && m.Decision == Prompt }) {
+		return nil
+	}
+	for _, c := range cmds {
+		if len(c) >= len(req.Prefix) && slices.Equal(c[:len(req.Prefix)], req.Prefix) {
+			continue
+		}
+		if rs.Evaluate([][]string{c}, func(c []string) Decision { return fallback(req, c) }).Decision != Allow {
+			return nil
+		}
+	}
+	return slices.Clone(req.Prefix)
+}
+
+// overBroad are prefixes that would allow running anything: shells and
+// interpreters alone or with their flag for inline code, and programs
+// that run other programs.
+var overBroad = [][]string{
+	{"bash"}, {"bash", "-c"}, {"bash", "-lc"}, {"sh"}, {"sh", "-c"}, {"sh", "-lc"}, {"zsh"}, {"zsh", "-c"}, {"zsh", "-lc"},
+	{"dash"}, {"dash", "-c"}, {"fish"}, {"fish", "-c"}, {"ksh"}, {"ksh", "-c"},
+	{"pwsh"}, {"pwsh", "-Command"}, {"pwsh", "-c"}, {"powershell"}, {"powershell", "-Command"}, {"cmd"}, {"cmd", "/c"},
+	{"python"}, {"python", "-c"}, {"python", "-m"}, {"python3"}, {"python3", "-c"}, {"python3", "-m"}, {"python2"}, {"python2", "-c"},
+	{"node"}, {"node", "-e"}, {"nodejs"}, {"perl"}, {"perl", "-e"}, {"ruby"}, {"ruby", "-e"}, {"php"}, {"php", "-r"},
+	{"lua"}, {"lua", "-e"}, {"bun"}, {"deno"}, {"npx"}, {"osascript"},
+	{"git"}, {"sudo"}, {"doas"}, {"su"}, {"env"}, {"xargs"}, {"nohup"}, {"timeout"}, {"nice"}, {"time"}, {"command"},
+	{"exec"}, {"eval"}, {"watch"},
+}
+
+// OverBroad reports whether a proposed prefix would allow too much to be
+// offered (SPEC §7.2).
+func OverBroad(prefix []string) bool {
+	return slices.ContainsFunc(overBroad, func(b []string) bool { return slices.Equal(b, prefix) })
+}
+
+func forbiddenReason(argv []string, ev Evaluation) string {
+	if m, ok := mostSpecific(ev, Forbidden); ok {
+		if m.Justification != "" {
+			return fmt.Sprintf("`%s` rejected: %s", ShellJoin(argv), m.Justification)
+		}
+		return fmt.Sprintf("`%s` rejected: policy forbids commands starting with `%s`", ShellJoin(argv), ShellJoin(m.Prefix))
+	}
+	return fmt.Sprintf("`%s` rejected: blocked by policy", ShellJoin(argv))
+}
+
+func promptReason(argv []string, ev Evaluation) string {
+	m, ok := mostSpecific(ev, Prompt)
+	switch {
+	case !ok:
+		return ""
+	case m.Justification != "":
+		return fmt.Sprintf("`%s` requires approval: %s", ShellJoin(argv), m.Justification)
+	}
+	return fmt.Sprintf("`%s` requires approval by policy", ShellJoin(argv))
+}
+
+// mostSpecific is the rule match of decision d with the longest prefix.
+func mostSpecific(ev Evaluation, d Decision) (Match, bool) {
+	var best Match
+	found := false
+	for _, m := range ev.Matches {
+		if !m.Heuristic && m.Decision == d && (!found || len(m.Prefix) > len(best.Prefix)) {
+			best, found = m, true
+		}
+	}
+	return best, found
+}
+
+// ShellJoin renders argv as a POSIX shell command line for messages.
+func ShellJoin(argv []string) string {
+	quoted := make([]string, len(argv))
+	for i, w := range argv {
+		q, err := syntax.Quote(w, syntax.LangPOSIX)
+		if err != nil {
+			q, _ = syntax.Quote(w, syntax.LangBash) // $'...' for what POSIX quotes cannot hold
+		}
+		quoted[i] = q
+	}
+	return strings.Join(quoted, " ")
+}

@@ -1,0 +1,114 @@
+package policy
+
+import (
+	"slices"
+	"testing"
+)
+
+func rulesOf(t *testing.T, src string) *Rules {
+	t.Helper()
+	if src == "" {
+		return NewRules()
+	}
+	return NewRules(mustParse(t, src))
+}
+
+// COMPAT §17.8 cases 43-53, and SPEC §7.2 where it is stricter than Codex.
+func TestRequire(t *testing.T) {
+	heredoc := bashLc("python3 <<'PY'\nprint('hello')\nPY")
+	tests := []struct {
+		name, rules string
+		req         Request
+		want        Requirement
+	}{
+		{"43 forbidden prefix in a script", `prefix_rule(pattern=["rm"], decision="forbidden")`,
+			Request{Argv: bashLc("rm -rf /some/important/folder"), Policy: OnRequest},
+			Requirement{Outcome: Refuse, Reason: "`bash -lc 'rm -rf /some/important/folder'` rejected: policy forbids commands starting with `rm`"}},
+		{"44 forbidden with a justification", `prefix_rule(pattern=["rm"], decision="forbidden", justification="destructive command")`,
+			Request{Argv: words("rm -rf /some/important/folder"), Policy: OnRequest},
+			Requirement{Outcome: Refuse, Reason: "`rm -rf /some/important/folder` rejected: destructive command"}},
+		{"45 prompt rule", `prefix_rule(pattern=["rm"], decision="prompt")`,
+			Request{Argv: words("rm"), Policy: OnRequest, Sandboxed: true},
+			Requirement{Outcome: Ask, Reason: "`rm` requires approval by policy"}},
+		{"45b prompt rule with a justification", `prefix_rule(pattern=["rm"], decision="prompt", justification="deletes files")`,
+			Request{Argv: words("rm x"), Policy: OnRequest, Sandboxed: true},
+			Requirement{Outcome: Ask, Reason: "`rm x` requires approval: deletes files"}},
+		{"46 allow rule, heredoc", `prefix_rule(pattern=["python3"], decision="allow")`,
+			Request{Argv: heredoc, Policy: OnRequest, Sandboxed: true},
+			Requirement{Outcome: Run, Unsandboxed: true}},
+		{"47 heredoc, untrusted: no prefix offered", "",
+			Request{Argv: heredoc, Policy: Untrusted, Sandboxed: true, Prefix: words("python3 -m pip")},
+			Requirement{Outcome: Ask}},
+		{"48 untrusted", "", Request{Argv: words("cargo build"), Policy: Untrusted, Sandboxed: true},
+			Requirement{Outcome: Ask, Amendment: words("cargo build")}},
+		{"48b empty script", "", Request{Argv: bashLc(""), Policy: Untrusted, Sandboxed: true},
+			Requirement{Outcome: Ask, Amendment: bashLc("")}},
+		{"48c blank script", "", Request{Argv: bashLc("  \n\t  "), Policy: Untrusted, Sandboxed: true},
+			Requirement{Outcome: Ask, Amendment: bashLc("  \n\t  ")}},
+		{"49 escalation with a prefix", "",
+			Request{Argv: words("cargo install cargo-insta"), Policy: OnRequest, Sandboxed: true, Escalated: true, Prefix: words("cargo install")},
+			Requirement{Outcome: Ask, Amendment: words("cargo install")}},
+		{"50 a prefix that does not cover every command", "",
+			Request{Argv: bashLc("cargo install cargo-insta && rm -rf codex-tmp"), Policy: OnRequest, Escalated: true, Prefix: words("cargo install")},
+			Requirement{Outcome: Ask, Amendment: words("rm -rf codex-tmp")}},
+		{"51 allow rule for one command of two", `prefix_rule(pattern=["apple"], decision="allow")`,
+			Request{Argv: bashLc("apple | orange"), Policy: Untrusted, Sandboxed: true},
+			Requirement{Outcome: Ask, Amendment: words("orange")}},
+		{"52 dangerous without a sandbox", "", Request{Argv: words("rm -rf nonexistent"), Policy: OnRequest},
+			Requirement{Outcome: Ask, Amendment: words("rm -rf nonexistent")}},
+		{"52b never without a sandbox", "", Request{Argv: words("rm -rf nonexistent"), Policy: Never},
+			Requirement{Outcome: Run, Amendment: words("rm -rf nonexistent")}},
+		{"52c prompt rule under never", `prefix_rule(pattern=["rm"], decision="prompt")`,
+			Request{Argv: words("rm -rf nonexistent"), Policy: Never},
+			Requirement{Outcome: Refuse, Reason: NeverConflict}},
+		{"53 over-broad proposal", "", Request{Argv: words("python3 x.py"), Policy: Untrusted, Sandboxed: true, Prefix: words("python3")},
+			Requirement{Outcome: Ask, Amendment: words("python3 x.py")}},
+		// SPEC §7.2 and §7.4.
+		{"on-request runs in the sandbox", "", Request{Argv: words("cargo build"), Policy: OnRequest, Sandboxed: true},
+			Requirement{Outcome: Run, Amendment: words("cargo build")}},
+		{"on-request asks for dangerous", "", Request{Argv: words("rm -rf x"), Policy: OnRequest, Sandboxed: true},
+			Requirement{Outcome: Ask, Amendment: words("rm -rf x")}},
+		{"on-failure asks for dangerous", "", Request{Argv: words("sudo rm -f x"), Policy: OnFailure, Sandboxed: true},
+			Requirement{Outcome: Ask, Amendment: words("sudo rm -f x")}},
+		{"on-failure runs the rest", "", Request{Argv: words("cargo build"), Policy: OnFailure, Sandboxed: true},
+			Requirement{Outcome: Run, Amendment: words("cargo build")}},
+		{"never refuses dangerous in the sandbox", "", Request{Argv: words("rm -rf x"), Policy: Never, Sandboxed: true},
+			Requirement{Outcome: Refuse, Reason: NeverConflict}},
+		{"untrusted runs known-safe", "", Request{Argv: bashLc("ls && git status"), Policy: Untrusted, Sandboxed: true},
+			Requirement{Outcome: Run, Amendment: words("ls")}},
+		{"escalation outside on-request", "", Request{Argv: words("ls"), Policy: Untrusted, Escalated: true},
+			Requirement{Outcome: Refuse, Reason: "sandbox_permissions require_escalated is only honoured under approval_policy on-request (this is untrusted): run without it"}},
+		{"an allow rule answers an escalation", `prefix_rule(pattern=["cargo"], decision="allow")`,
+			Request{Argv: words("cargo publish"), Policy: OnRequest, Sandboxed: true, Escalated: true},
+			Requirement{Outcome: Run, Unsandboxed: true}},
+		{"unsandboxed only when rules allow every command", `prefix_rule(pattern=["apple"], decision="allow")`,
+			Request{Argv: bashLc("apple && orange"), Policy: OnRequest, Sandboxed: true},
+			Requirement{Outcome: Run}},
+		{"a prompt rule blocks the model's prefix", `prefix_rule(pattern=["cargo", "install"], decision="prompt")`,
+			Request{Argv: words("cargo install x"), Policy: OnRequest, Sandboxed: true, Prefix: words("cargo install")},
+			Requirement{Outcome: Ask, Reason: "`cargo install x` requires approval by policy"}},
+		{"the most specific forbidden rule names its prefix", "prefix_rule(pattern=[\"git\"], decision=\"forbidden\")\nprefix_rule(pattern=[\"git\",\"push\"], decision=\"forbidden\")",
+			Request{Argv: words("git push"), Policy: OnRequest},
+			Requirement{Outcome: Refuse, Reason: "`git push` rejected: policy forbids commands starting with `git push`"}},
+	}
+	for _, tt := range tests {
+		got := Require(rulesOf(t, tt.rules), tt.req)
+		if got.Outcome != tt.want.Outcome || got.Unsandboxed != tt.want.Unsandboxed || got.Reason != tt.want.Reason ||
+			!slices.Equal(got.Amendment, tt.want.Amendment) {
+			t.Errorf("%s:\n got %+v\nwant %+v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestOverBroad(t *testing.T) {
+	for _, p := range [][]string{words("bash"), words("sh -c"), words("python3 -c"), words("git"), words("sudo"), words("env"), words("bash -lc")} {
+		if !OverBroad(p) {
+			t.Errorf("OverBroad(%q) = false", p)
+		}
+	}
+	for _, p := range [][]string{words("git status"), words("python3 -m pip"), words("cargo build"), words("npm test")} {
+		if OverBroad(p) {
+			t.Errorf("OverBroad(%q) = true", p)
+		}
+	}
+}
