@@ -65,7 +65,7 @@ func Require(rs *Rules, req Request) Requirement {
 			"sandbox_permissions require_escalated is only honoured under approval_policy on-request (this is %s): run without it", req.Policy)}
 	}
 	cmds, heredoc := commandsOf(req.Argv)
-	ev := rs.Evaluate(cmds, func(c []string) Decision { return fallback(req, c) })
+	ev := rs.Evaluate(cmds, func(c []string) Decision { return fallback(req, c, heredoc) })
 	switch ev.Decision {
 	case Forbidden:
 		return Requirement{Outcome: Refuse, Reason: forbiddenReason(req.Argv, ev)}
@@ -103,9 +103,10 @@ func commandsOf(argv []string) ([][]string, bool) {
 }
 
 // fallback is the built-in knowledge's verdict on a command no rule
-// matches.
-func fallback(req Request, cmd []string) Decision {
-	if KnownSafe(cmd) {
+// matches. A command fed by a heredoc is never known-safe: its output may
+// go anywhere (cat <<'EOF' > .git/config).
+func fallback(req Request, cmd []string, heredoc bool) Decision {
+	if !heredoc && KnownSafe(cmd) {
 		return Allow
 	}
 	switch req.Policy {
@@ -165,7 +166,7 @@ func requestedAmendment(rs *Rules, req Request, cmds [][]string, ev Evaluation) 
 		if len(c) >= len(req.Prefix) && slices.Equal(c[:len(req.Prefix)], req.Prefix) {
 			continue
 		}
-		if rs.Evaluate([][]string{c}, func(c []string) Decision { return fallback(req, c) }).Decision != Allow {
+		if rs.Evaluate([][]string{c}, func(c []string) Decision { return fallback(req, c, false) }).Decision != Allow {
 			return nil
 		}
 	}

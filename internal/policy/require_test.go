@@ -87,6 +87,8 @@ func TestRequire(t *testing.T) {
 		{"a prompt rule blocks the model's prefix", `prefix_rule(pattern=["cargo", "install"], decision="prompt")`,
 			Request{Argv: words("cargo install x"), Policy: OnRequest, Sandboxed: true, Prefix: words("cargo install")},
 			Requirement{Outcome: Ask, Reason: "`cargo install x` requires approval by policy"}},
+		{"a heredoc's command is never known-safe", "", Request{Argv: bashLc("cat <<'EOF' > .git/config\nx\nEOF"), Policy: Untrusted, Sandboxed: true},
+			Requirement{Outcome: Ask}},
 		{"the most specific forbidden rule names its prefix", "prefix_rule(pattern=[\"git\"], decision=\"forbidden\")\nprefix_rule(pattern=[\"git\",\"push\"], decision=\"forbidden\")",
 			Request{Argv: words("git push"), Policy: OnRequest},
 			Requirement{Outcome: Refuse, Reason: "`git push` rejected: policy forbids commands starting with `git push`"}},

@@ -45,16 +45,34 @@ func dangerousToExec(argv []string) bool {
 
 // readOnlyTools take no option that writes or runs something else.
 var readOnlyTools = []string{"cat", "cd", "cut", "echo", "expr", "false", "grep", "head", "id", "ls", "nl",
-	"paste", "pwd", "rev", "seq", "stat", "tail", "tr", "true", "uname", "uniq", "wc", "which", "whoami"}
+	"paste", "pwd", "rev", "seq", "stat", "tail", "tr", "true", "uname", "wc", "which", "whoami"}
+
+// systemDirs hold the programs a path may name and still be known: a
+// relative or other path (./cat, node_modules/.bin/ls) runs whatever file
+// is there.
+var systemDirs = []string{"/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin"}
+
+// programName is the name argv[0] runs as a known tool, or "".
+func programName(argv0 string) string {
+	if !strings.Contains(argv0, "/") {
+		return argv0
+	}
+	if slices.Contains(systemDirs, filepath.Dir(argv0)) {
+		return filepath.Base(argv0)
+	}
+	return ""
+}
 
 func safeToExec(argv []string) bool {
 	if len(argv) == 0 {
 		return false
 	}
 	args := argv[1:]
-	switch name := filepath.Base(argv[0]); {
+	switch name := programName(argv[0]); {
 	case slices.Contains(readOnlyTools, name):
 		return true
+	case name == "uniq":
+		return len(operands(args)) <= 1 // uniq IN OUT writes OUT
 	case runtime.GOOS == "linux" && (name == "numfmt" || name == "tac"):
 		return true
 	case name == "base64":
@@ -68,17 +86,31 @@ func safeToExec(argv []string) bool {
 	case name == "git":
 		return gitReadOnly(args)
 	case name == "sed":
-		return len(argv) <= 4 && len(args) >= 2 && args[0] == "-n" && sedPrint.MatchString(args[1])
+		// sed -n Np [FILE]; a further option (-e, -f) would make Np a file
+		// name and run another script.
+		return len(args) >= 2 && len(args) <= 3 && args[0] == "-n" && sedPrint.MatchString(args[1]) &&
+			(len(args) == 2 || !strings.HasPrefix(args[2], "-"))
 	}
 	return false
 }
 
 var unsafeFindOptions = []string{"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fls", "-fprint", "-fprint0", "-fprintf"}
 
+// operands are the arguments that are not options.
+func operands(args []string) []string {
+	var out []string
+	for _, a := range args {
+		if a == "-" || !strings.HasPrefix(a, "-") {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
 func unsafeRipgrepOption(a string) bool {
 	switch {
-	case a == "--search-zip" || a == "-z":
-		return true // runs decompression programs
+	case a == "--search-zip" || (strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "z")):
+		return true // runs decompression programs (-z, also bundled: -nz)
 	case a == "--pre" || strings.HasPrefix(a, "--pre="), a == "--hostname-bin" || strings.HasPrefix(a, "--hostname-bin="):
 		return true // runs the program named
 	}

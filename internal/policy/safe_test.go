@@ -16,6 +16,7 @@ func TestKnownSafe(t *testing.T) {
 		bashLc("echo 'hi' ; ls"), bashLc("ls | wc -l"), bashLc(`grep -R "Cargo.toml" -n || true`),
 		bashLc("sed -n '1,5p' file.txt"), words("/bin/ls -la"), words("git --no-pager log -n 3"),
 		words("sed -n 7p f"), words("git branch -a -v"), words("git branch --format=%(refname)"),
+		words("uniq -c in"), words("/usr/bin/cat x"), words("rg -n x"),
 	}
 	unsafe := [][]string{
 		words("git branch -d feature"), words("git branch new-branch"), words("git checkout status"),
@@ -28,6 +29,9 @@ func TestKnownSafe(t *testing.T) {
 		bashLc("ls && rm -rf /"), bashLc("(ls)"), bashLc("ls > out.txt"), bashLc("git -C . branch -d feature"),
 		words("git diff --ext-diff"), words("git log --exec=x"), words("git"), words("git -C"), words("sed -n 1p a b"),
 		words("sed -i 1p f"), nil, {},
+		// A second review's findings.
+		words("uniq in out"), {"sed", "-n", "1p", "-e1e touch pwned"}, words("rg -nz x"), words("rg -zn x"),
+		words("./cat x"), words("node_modules/.bin/ls"), words("/tmp/ls"),
 	}
 	for _, opt := range unsafeFindOptions {
 		unsafe = append(unsafe, []string{"find", ".", opt, "rm", "{}", ";"})

@@ -92,11 +92,32 @@ func parseShellScript(argv []string) (*syntax.File, bool) {
 	default:
 		return nil, false
 	}
+	if !parsedAlike(argv[2]) {
+		return nil, false
+	}
 	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(argv[2]), "")
 	if err != nil || len(f.Stmts) == 0 {
 		return nil, false
 	}
 	return f, true
+}
+
+// parsedAlike reports whether a script is free of what makes mvdan's
+// parse and a real shell's part ways: control characters but tab and
+// newline (mvdan takes a carriage return for a blank, the shells for part
+// of a word) and backslash-newline (the shells join the lines before
+// anything else, so a comment or a $ on the first line reaches into the
+// second; mvdan does not).
+func parsedAlike(script string) bool {
+	if strings.Contains(script, "\\\n") {
+		return false
+	}
+	for _, r := range script {
+		if (r < 0x20 && r != '\t' && r != '\n') || r == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 func simpleStmt(st *syntax.Stmt) bool {
@@ -142,11 +163,11 @@ func plainWords(c *syntax.CallExpr) ([]string, bool) {
 // strings, as the shell would pass it.
 func plainWord(w *syntax.Word) (string, bool) {
 	var b strings.Builder
-	for _, part := range w.Parts {
+	for i, part := range w.Parts {
 		switch p := part.(type) {
 		case *syntax.Lit:
-			if strings.ContainsAny(p.Value, "*?[{~") {
-				return "", false // globbing, braces, tilde: expanded at run time
+			if strings.ContainsAny(p.Value, "*?[{~$") || (i == 0 && strings.HasPrefix(p.Value, "=")) {
+				return "", false // globbing, braces, tilde, zsh's =cmd: expanded at run time; $ is never literal
 			}
 			b.WriteString(unescape(p.Value, false))
 		case *syntax.SglQuoted:
@@ -160,7 +181,7 @@ func plainWord(w *syntax.Word) (string, bool) {
 			}
 			for _, q := range p.Parts {
 				l, ok := q.(*syntax.Lit)
-				if !ok {
+				if !ok || strings.Contains(l.Value, "$") {
 					return "", false
 				}
 				b.WriteString(unescape(l.Value, true))
@@ -199,21 +220,42 @@ func unescape(s string, quoted bool) string {
 	return b.String()
 }
 
-// inertHeredoc reports whether a heredoc's body is passed as written:
-// its delimiter is quoted, or the body has no expansion in it.
+// inertHeredoc reports whether a heredoc's body is passed as written and
+// ends where mvdan says: its delimiter is a plain identifier, whole in
+// single quotes (the body is literal) or unquoted with a body free of $,
+// ` and \ (nothing to expand or escape). Partly quoted or escaped
+// delimiters end elsewhere in some shells.
 func inertHeredoc(r *syntax.Redirect) bool {
-	for _, p := range r.Word.Parts {
-		if _, lit := p.(*syntax.Lit); !lit {
-			return true // a quoted delimiter: the body is literal
+	if len(r.Word.Parts) != 1 {
+		return false
+	}
+	switch d := r.Word.Parts[0].(type) {
+	case *syntax.SglQuoted:
+		return !d.Dollar && identifier(d.Value)
+	case *syntax.Lit:
+		if !identifier(d.Value) {
+			return false
 		}
+	default:
+		return false
 	}
 	if r.Hdoc == nil {
 		return true
 	}
 	for _, p := range r.Hdoc.Parts {
-		if _, lit := p.(*syntax.Lit); !lit {
+		l, lit := p.(*syntax.Lit)
+		if !lit || strings.ContainsAny(l.Value, "$`\\") {
 			return false
 		}
 	}
 	return true
+}
+
+func identifier(s string) bool {
+	for i, r := range s {
+		if !(r == '_' || 'A' <= r && r <= 'Z' || 'a' <= r && r <= 'z' || i > 0 && '0' <= r && r <= '9') {
+			return false
+		}
+	}
+	return s != ""
 }

@@ -19,7 +19,14 @@ func TestPlainCommands(t *testing.T) {
 		{`rg -n "foo" -g"*.py"`, [][]string{{"rg", "-n", "foo", "-g*.py"}}},
 		{"echo 123 456", [][]string{{"echo", "123", "456"}}},
 		{`grep -R "Cargo.toml" -n || true`, [][]string{{"grep", "-R", "Cargo.toml", "-n"}, {"true"}}},
-		{`echo a\ b "x\"y\$z\q"`, [][]string{{"echo", "a b", `x"y$z\q`}}},
+		{`echo a\ b "x\"y\\z\q" --format=%H`, [][]string{{"echo", "a b", `x"y\z\q`, "--format=%H"}}},
+		// Where mvdan and the shells part ways (a second review's findings).
+		{"ls # \\\nrm -rf x", nil},                 // the comment ends where the joined line does
+		{"ls \r# ; rm -rf x", nil},                 // a carriage return is part of a word to the shells
+		{"cat \"$\\\n(rm -rf x)\"", nil},           // $ then a line continuation is an expansion
+		{"find v -maxdepth 0 $\\\n'-delete'", nil}, // the same, unquoted
+		{`echo "a$"`, nil},
+		{"ls =cat", nil}, // zsh: the path of cat
 		{"ls # a comment", [][]string{{"ls"}}},
 		{"ls\npwd", [][]string{{"ls"}, {"pwd"}}},
 		// Rejected.
@@ -91,6 +98,12 @@ func TestHeredocCommand(t *testing.T) {
 		{"python3 <<PY\n$HOME\nPY", nil},
 		{"python3 <<'PY' > $OUT\nx\nPY", nil},
 		{"python3 <<'PY' < in\nx\nPY", nil},
+		{"cat <<EOF\nhi\n\\\nEOF\nrm -rf z\nEOF", nil},        // \-newline ends the body early in the shells
+		{"cat <<'E'OF\nhi\nEOF\nrm -rf z\nEOF", nil},          // partly quoted delimiter
+		{"cat <<\"E\\\\F\"\nhi\nE\\F\nrm -rf z\nE\\\\F", nil}, // escaped delimiter
+		{"cat <<EOF\n$\\\n(rm -rf x)\nEOF", nil},
+		{"cat <<EOF\na \\$HOME\nEOF", nil},
+		{"cat <<EOF\nplain text\nEOF", []string{"cat"}},
 		{"FOO=1 python3 <<'PY'\nx\nPY", nil},
 	}
 	for _, tt := range tests {
