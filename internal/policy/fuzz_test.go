@@ -12,7 +12,7 @@ import (
 // a plain one, quoted back into a script, are the commands again.
 func FuzzPlainCommands(f *testing.F) {
 	for _, s := range []string{"ls && pwd; echo 'hi there' | wc -l", `echo "/usr"'/'"local"/bin`, "python3 <<'PY'\nx\nPY",
-		`echo a\ b "x\"y\$z\q"`, "git commit -m \"a\nb\"", "echo $(pwd)", "ls *.py", "a || b | c"} {
+		`echo a\ b "x\"y\$z\q"`, "git commit -m \"a\nb\"", `'$'\'`, "echo $(pwd)", "ls *.py", "a || b | c"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, script string) {

@@ -166,8 +166,8 @@ func plainWord(w *syntax.Word) (string, bool) {
 	for i, part := range w.Parts {
 		switch p := part.(type) {
 		case *syntax.Lit:
-			if strings.ContainsAny(p.Value, "*?[{~$") || (i == 0 && strings.HasPrefix(p.Value, "=")) {
-				return "", false // globbing, braces, tilde, zsh's =cmd: expanded at run time; $ is never literal
+			if strings.ContainsAny(p.Value, "*?[{~") || bareDollar(p.Value) || (i == 0 && strings.HasPrefix(p.Value, "=")) {
+				return "", false // globbing, braces, tilde, $, zsh's =cmd: expanded at run time
 			}
 			b.WriteString(unescape(p.Value, false))
 		case *syntax.SglQuoted:
@@ -181,7 +181,7 @@ func plainWord(w *syntax.Word) (string, bool) {
 			}
 			for _, q := range p.Parts {
 				l, ok := q.(*syntax.Lit)
-				if !ok || strings.Contains(l.Value, "$") {
+				if !ok || bareDollar(l.Value) {
 					return "", false
 				}
 				b.WriteString(unescape(l.Value, true))
@@ -191,6 +191,21 @@ func plainWord(w *syntax.Word) (string, bool) {
 		}
 	}
 	return b.String(), true
+}
+
+// bareDollar reports whether raw shell text has a $ that no backslash
+// escapes: mvdan leaves some in literals ("a$", "$\" before a newline)
+// where a shell may expand them.
+func bareDollar(raw string) bool {
+	for i := 0; i < len(raw); i++ {
+		switch raw[i] {
+		case '\\':
+			i++ // the next byte is escaped
+		case '$':
+			return true
+		}
+	}
+	return false
 }
 
 // unescape removes the backslashes the shell removes: before any

@@ -26,7 +26,8 @@ func TestPlainCommands(t *testing.T) {
 		{"cat \"$\\\n(rm -rf x)\"", nil},           // $ then a line continuation is an expansion
 		{"find v -maxdepth 0 $\\\n'-delete'", nil}, // the same, unquoted
 		{`echo "a$"`, nil},
-		{"ls =cat", nil}, // zsh: the path of cat
+		{`echo "a\$b" c\$d`, [][]string{{"echo", "a$b", "c$d"}}}, // escaped: literal
+		{"ls =cat", nil},                                         // zsh: the path of cat
 		{"ls # a comment", [][]string{{"ls"}}},
 		{"ls\npwd", [][]string{{"ls"}, {"pwd"}}},
 		// Rejected.
