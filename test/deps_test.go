@@ -26,8 +26,8 @@ var allowedInternal = map[string][]string{
 	// orchestrator runs commands through the leaves; it never speaks MCP.
 	"orchestrator": {"reaper", "sandbox", "procstore", "ptyio"},
 	// tools speaks MCP; it uses sandbox for its error and mode types and
-	// the denial guess.
-	"tools": {"rpc", "orchestrator", "sandbox", "procstore"},
+	// the denial guess, policy for shell-quoting commands.
+	"tools": {"rpc", "orchestrator", "sandbox", "procstore", "policy"},
 }
 
 // onlyInCmd are third-party packages reserved to cmd/execd (STYLE §7):

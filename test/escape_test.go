@@ -256,9 +256,7 @@ func TestEscapeAliases(t *testing.T) {
 			{name: "hard link out of the workspace", config: noTmp, script: "echo x > f && ln f " + outside + "/f", say: denied},
 			{name: "rename out of the workspace", config: noTmp, script: "echo x > g && mv g " + outside + "/g", say: denied},
 		})
-		if _, err := os.Stat(filepath.Join(outside, "f")); err == nil {
-			t.Error("a file was created outside the writable roots")
-		}
+		h.absent(filepath.Join(outside, "f"))
 	})
 }
 
@@ -545,9 +543,7 @@ func TestEscapeUnreadableWayToGitdir(t *testing.T) {
 			{name: "write the hooks after opening the way", flags: writable, script: "chmod 755 " + h.path("main") + " && echo x > " + hook,
 				say: "Read-only file system"},
 		})
-		if _, err := os.Lstat(hook); err == nil {
-			t.Errorf("%s was created", hook)
-		}
+		h.absent(hook)
 	})
 }
 

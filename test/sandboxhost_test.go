@@ -114,6 +114,17 @@ func (h *sandboxHost) chown(paths ...string) {
 	}
 }
 
+// absent reports each path that exists: a sandboxed command was let
+// create it.
+func (h *sandboxHost) absent(paths ...string) {
+	h.t.Helper()
+	for _, p := range paths {
+		if _, err := os.Lstat(p); err == nil {
+			h.t.Errorf("%s exists: the sandbox let a command create it", p)
+		}
+	}
+}
+
 // needProtection skips a test of protected paths where they are not
 // enforced (no user namespaces for this user): execd doctor says so.
 func (h *sandboxHost) needProtection() {

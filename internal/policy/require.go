@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -87,19 +88,6 @@ func Require(rs *Rules, req Request) Requirement {
 		r.Amendment = heuristicAmendment(ev, Allow)
 	}
 	return r
-}
-
-// commandsOf splits the call (Commands) and reports whether it stands
-// for a command fed by a heredoc: no prefix is offered for those, since
-// allowing "python3" would allow every script.
-func commandsOf(argv []string) ([][]string, bool) {
-	if cmds, ok := PlainCommands(argv); ok {
-		return cmds, false
-	}
-	if cmd, ok := HeredocCommand(argv); ok {
-		return [][]string{cmd}, true
-	}
-	return [][]string{argv}, false
 }
 
 // fallback is the built-in knowledge's verdict on a command no rule
@@ -226,15 +214,19 @@ func mostSpecific(ev Evaluation, d Decision) (Match, bool) {
 	return best, found
 }
 
-// ShellJoin renders argv as a POSIX shell command line for messages.
+// ShellJoin renders argv as a shell command line for messages and the
+// Command: line: POSIX quoting where it can express the word, bash's $'…'
+// for control characters, Go quoting for the NUL bytes no shell can hold.
 func ShellJoin(argv []string) string {
-	quoted := make([]string, len(argv))
+	words := make([]string, len(argv))
 	for i, w := range argv {
 		q, err := syntax.Quote(w, syntax.LangPOSIX)
 		if err != nil {
-			q, _ = syntax.Quote(w, syntax.LangBash) // $'...' for what POSIX quotes cannot hold
+			if q, err = syntax.Quote(w, syntax.LangBash); err != nil {
+				q = strconv.Quote(w)
+			}
 		}
-		quoted[i] = q
+		words[i] = q
 	}
-	return strings.Join(quoted, " ")
+	return strings.Join(words, " ")
 }

@@ -114,3 +114,21 @@ func TestOverBroad(t *testing.T) {
 		}
 	}
 }
+
+func TestShellJoin(t *testing.T) {
+	tests := []struct {
+		argv []string
+		want string
+	}{
+		{[]string{"/bin/bash", "-lc", "echo hi"}, "/bin/bash -lc 'echo hi'"},
+		{[]string{"bash", "-lc", "it's $HOME"}, `bash -lc "it's \$HOME"`},
+		{[]string{"sh", "-c", "a\nb"}, `sh -c $'a\nb'`},
+		{[]string{"x", ""}, "x ''"},
+		{[]string{"nul\x00"}, `"nul\x00"`},
+	}
+	for _, tt := range tests {
+		if got := ShellJoin(tt.argv); got != tt.want {
+			t.Errorf("ShellJoin(%q) = %s, want %s", tt.argv, got, tt.want)
+		}
+	}
+}

@@ -9,7 +9,6 @@ import (
 
 	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"
-	shsyntax "mvdan.cc/sh/v3/syntax"
 )
 
 // Decision is a verdict on a command; a larger one is stricter.
@@ -252,16 +251,8 @@ func checkExamples(r *Rule, examples *starlark.List, want bool) error {
 // splitExample splits a match example the way the shell splits a plain
 // command (quotes honoured, nothing expanded).
 func splitExample(s string) ([]string, error) {
-	f, err := shsyntax.NewParser().Parse(strings.NewReader(s), "")
-	if err != nil {
-		return nil, invalid("example %q: %v", s, err)
-	}
-	if len(f.Stmts) == 1 && len(f.Stmts[0].Redirs) == 0 && simpleStmt(f.Stmts[0]) {
-		if c, ok := f.Stmts[0].Cmd.(*shsyntax.CallExpr); ok {
-			if argv, ok := plainWords(c); ok {
-				return argv, nil
-			}
-		}
+	if cmds, ok := PlainCommands([]string{"sh", "-c", s}); ok && len(cmds) == 1 {
+		return cmds[0], nil
 	}
 	return nil, invalid("example %q is not one command of plain words", s)
 }

@@ -12,13 +12,21 @@ import (
 // ([PlainCommands]), or the one command of such a script that feeds it a
 // heredoc, else the argv itself.
 func Commands(argv []string) [][]string {
+	cmds, _ := commandsOf(argv)
+	return cmds
+}
+
+// commandsOf is Commands, also reporting whether the call is the heredoc
+// form: no prefix is offered for it, since allowing "python3" would allow
+// every script, and its command is never known-safe.
+func commandsOf(argv []string) ([][]string, bool) {
 	if cmds, ok := PlainCommands(argv); ok {
-		return cmds
+		return cmds, false
 	}
 	if cmd, ok := HeredocCommand(argv); ok {
-		return [][]string{cmd}
+		return [][]string{cmd}, true
 	}
-	return [][]string{argv}
+	return [][]string{argv}, false
 }
 
 // PlainCommands reports whether argv is [bash|zsh|sh, -c|-lc, script]

@@ -64,10 +64,7 @@ func sameFile(fd int, dev, ino uint64) error {
 	if err := unix.Fstat(fd, &st); err != nil {
 		return err
 	}
-	if uint64(st.Dev) != dev || st.Ino != ino { //nolint:unconvert // Dev's type varies by architecture
-		return errReplaced
-	}
-	return nil
+	return sameIDs(&st, dev, ino)
 }
 
 // isolateMounts runs in the helper's own user and mount namespaces,

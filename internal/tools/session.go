@@ -11,9 +11,9 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
-	"mvdan.cc/sh/v3/syntax"
 
 	"github.com/execd/execd/internal/orchestrator"
+	"github.com/execd/execd/internal/policy"
 	"github.com/execd/execd/internal/procstore"
 	"github.com/execd/execd/internal/sandbox"
 )
@@ -149,7 +149,7 @@ func (s *Server) cmdArg(a *args) string {
 		if len(argv) == 0 {
 			a.fail("command", "must not be empty")
 		}
-		return quoteArgv(argv)
+		return policy.ShellJoin(argv)
 	}
 	script := a.str("command")
 	if script == "" {
@@ -233,7 +233,7 @@ func sessionResult(c *orchestrator.Chunk, maxTokens int, sandboxed bool) *callRe
 		Truncated:          out.Cut || c.Omitted > 0,
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Command: %s\nChunk ID: %s\nWall time: %.4f seconds\n", quoteArgv(c.Argv), st.ChunkID, c.Wall.Seconds())
+	fmt.Fprintf(&b, "Command: %s\nChunk ID: %s\nWall time: %.4f seconds\n", policy.ShellJoin(c.Argv), st.ChunkID, c.Wall.Seconds())
 	if c.Exit != nil {
 		code := c.Exit.Code
 		st.ExitCode = &code
@@ -282,21 +282,4 @@ func truncateSession(text string, gapAt int, omitted int64, maxTokens int) trunc
 		Cut:        true,
 		TotalLines: countLines(text),
 	}
-}
-
-// quoteArgv renders an argv for the Command: line: POSIX quoting where it
-// can express the word, bash's $'…' for control characters, Go quoting
-// for the NUL bytes no shell can hold.
-func quoteArgv(argv []string) string {
-	words := make([]string, len(argv))
-	for i, w := range argv {
-		q, err := syntax.Quote(w, syntax.LangPOSIX)
-		if err != nil {
-			if q, err = syntax.Quote(w, syntax.LangBash); err != nil {
-				q = strconv.Quote(w)
-			}
-		}
-		words[i] = q
-	}
-	return strings.Join(words, " ")
 }

@@ -39,24 +39,6 @@ func TestYieldClamps(t *testing.T) {
 	}
 }
 
-func TestQuoteArgv(t *testing.T) {
-	tests := []struct {
-		argv []string
-		want string
-	}{
-		{[]string{"/bin/bash", "-lc", "echo hi"}, "/bin/bash -lc 'echo hi'"},
-		{[]string{"bash", "-lc", "it's $HOME"}, `bash -lc "it's \$HOME"`},
-		{[]string{"sh", "-c", "a\nb"}, `sh -c $'a\nb'`},
-		{[]string{"x", ""}, "x ''"},
-		{[]string{"nul\x00"}, `"nul\x00"`},
-	}
-	for _, tt := range tests {
-		if got := quoteArgv(tt.argv); got != tt.want {
-			t.Errorf("quoteArgv(%q) = %s, want %s", tt.argv, got, tt.want)
-		}
-	}
-}
-
 func TestTruncateSessionAroundTheBufferGap(t *testing.T) {
 	head, tail := strings.Repeat("h", 100), strings.Repeat("t", 100)
 	// Everything kept fits the budget: the marker shows only the gap.
