@@ -19,12 +19,15 @@ var allowedInternal = map[string][]string{
 	"sandbox":   nil,        // restrictions and platform facts
 	"procstore": nil,        // the session table and output buffers
 	"policy":    nil,        // what commands stand for and which may run unasked
+	"audit":     nil,        // appends the audit trail
 	"ptyio":     {"procfs"}, // terminals, and whether one waits for input
 	"proctest":  {"procfs"}, // test helper: finds processes by marker
 	// test helper: runs a test binary under the process's one Reaper
 	"reaper/reapertest": {"reaper"},
-	// orchestrator runs commands through the leaves; it never speaks MCP.
-	"orchestrator": {"reaper", "sandbox", "procstore", "ptyio"},
+	// orchestrator runs commands through the leaves, deciding with policy
+	// whether they may run and recording that in audit; it never speaks
+	// MCP (it declares the Approver that tools implements).
+	"orchestrator": {"reaper", "sandbox", "procstore", "ptyio", "policy", "audit"},
 	// tools speaks MCP; it uses sandbox for its error and mode types and
 	// the denial guess, policy for shell-quoting commands.
 	"tools": {"rpc", "orchestrator", "sandbox", "procstore", "policy"},

@@ -12,24 +12,27 @@ import (
 
 func checkFlags(fs *pflag.FlagSet) {
 	fs.SetInterspersed(false)
-	fs.StringArray("rules", nil, "a rules file (repeatable; evaluated in the order given)")
+	fs.StringArray("rules", nil, "a rules file (repeatable; default: the configured rules files)")
 	fs.Bool("pretty", false, "indent the JSON")
 }
 
-// checkCmd is `execd check --rules F... -- CMD...`: the verdict of the
-// rules on an argv as given, printed as `codex execpolicy check` prints
-// it (SPEC §7.4). Nothing is run.
+// checkCmd is `execd check [--rules F]... -- CMD...`: the verdict of the
+// rules (those given, else the configured ones) on an argv as given,
+// printed as `codex execpolicy check` prints it (SPEC §7.4). Nothing is
+// run.
 func checkCmd(fs *pflag.FlagSet, argv []string) int {
 	files, _ := fs.GetStringArray("rules")
-	switch {
-	case len(argv) == 0:
-		fmt.Fprintln(os.Stderr, "execd check: missing command (usage: execd check --rules FILE... [--pretty] -- CMD...)")
+	if len(argv) == 0 {
+		fmt.Fprintln(os.Stderr, "execd check: missing command (usage: execd check [--rules FILE]... [--pretty] -- CMD...)")
 		return exitUsage
-	case len(files) == 0:
-		// The configured rules are not applied to commands yet (issue #5):
-		// checking against them would promise what serve does not do.
-		fmt.Fprintln(os.Stderr, "execd check: give the rules files with --rules (checking the configured rules comes with issue #5)")
-		return exitUsage
+	}
+	if len(files) == 0 {
+		cfg, err := loadConfig(fs)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "execd: %v\n", err)
+			return exitUsage
+		}
+		files = rulesFiles(cfg)
 	}
 	var loaded []*policy.File
 	for _, f := range files {

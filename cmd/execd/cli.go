@@ -38,7 +38,7 @@ func commands() []command {
 				fs.SetInterspersed(false) // flags end at the command: execd run ls -l
 				fs.Duration("timeout", 0, "kill the command after this long, e.g. 30s (default: no timeout)")
 			}, run: runCmd},
-		{name: "check", args: "--rules FILE... [--pretty] -- CMD...", summary: "print the rules verdict for an argv",
+		{name: "check", args: "[--rules FILE]... [--pretty] -- CMD...", summary: "print the rules verdict for an argv",
 			flags: checkFlags, run: checkCmd},
 		{name: "apply-patch", args: "[--cwd DIR] [PATCH]", summary: "apply a patch", issue: 6},
 		{name: "sandbox", args: "[--mode M] [--network] [--writable DIR]... -- CMD...", summary: "run a command under the sandbox only",

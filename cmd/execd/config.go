@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -34,7 +33,16 @@ var sandboxMarkers = []string{"EXECD_SANDBOX", "EXECD_SANDBOX_NETWORK_DISABLED"}
 type config struct {
 	Cwd            string
 	ApprovalPolicy string
-	Sandbox        struct {
+	Approval       struct {
+		Timeout              time.Duration
+		WithoutClientSupport string
+	}
+	Rules struct {
+		Files     []string // absolute
+		AmendFile string   // absolute; "" when there is no config directory
+	}
+	AuditPath string // absolute, or ""
+	Sandbox   struct {
 		Mode                string
 		WritableRoots       []string // absolute
 		NetworkAccess       bool
@@ -117,6 +125,9 @@ func loadConfig(flags *pflag.FlagSet) (*config, error) {
 	}
 	cfg.Cwd = cwd
 	if err := l.checkSandbox(cfg); err != nil {
+		return nil, err
+	}
+	if err := l.resolvePolicyPaths(cfg); err != nil {
 		return nil, err
 	}
 	if l.file != "" {
@@ -352,19 +363,7 @@ func (l *loader) value(k keySpec) (any, error) {
 	if err != nil {
 		return nil, configErrorf("%s (%s): %v", k.name, l.source(k), err)
 	}
-	if k.issue != 0 && !reflect.DeepEqual(val, l.defaultValue(k)) {
-		return nil, configErrorf("%s (%s): not implemented in this build yet (issue #%d); remove the setting",
-			k.name, l.source(k), k.issue)
-	}
 	return val, nil
-}
-
-func (l *loader) defaultValue(k keySpec) any {
-	val, err := convert(k, l.defaults[k.name])
-	if err != nil {
-		panic(fmt.Sprintf("default of %s does not convert: %v", k.name, err)) // a build defect
-	}
-	return val
 }
 
 // rawMap finds a map key's value in the highest layer that sets it.
@@ -568,6 +567,11 @@ func assign(v map[string]any) *config {
 	c := &config{}
 	c.Cwd = v["cwd"].(string)
 	c.ApprovalPolicy = v["approval_policy"].(string)
+	c.Approval.Timeout = v["approval.timeout"].(time.Duration)
+	c.Approval.WithoutClientSupport = v["approval.without_client_support"].(string)
+	c.Rules.Files = v["rules.files"].([]string)
+	c.Rules.AmendFile = v["rules.amend_file"].(string)
+	c.AuditPath = v["audit.path"].(string)
 	c.Sandbox.Mode = v["sandbox.mode"].(string)
 	c.Sandbox.WritableRoots = v["sandbox.writable_roots"].([]string)
 	c.Sandbox.NetworkAccess = v["sandbox.network_access"].(bool)
@@ -590,6 +594,44 @@ func assign(v map[string]any) *config {
 	c.Log.Level = v["log.level"].(string)
 	c.Log.Format = v["log.format"].(string)
 	return c
+}
+
+// resolvePolicyPaths makes the paths of rules.* and audit.path absolute:
+// relative ones resolve against cwd; the amend file defaults to
+// default.rules in the rules directory (SPEC §2). Whether the files load
+// is checked at start, where a bad rules file is reported, not fatal.
+func (l *loader) resolvePolicyPaths(cfg *config) error {
+	abs := func(p string) string {
+		if p == "" || filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(cfg.Cwd, p)
+	}
+	for i, f := range cfg.Rules.Files {
+		if f == "" {
+			k, _ := lookupKey("rules.files")
+			return configErrorf("rules.files (%s): entry %d is empty", l.source(k), i+1)
+		}
+		cfg.Rules.Files[i] = abs(f)
+	}
+	cfg.Rules.AmendFile = abs(cfg.Rules.AmendFile)
+	if cfg.Rules.AmendFile == "" {
+		if dir := rulesDir(); dir != "" {
+			cfg.Rules.AmendFile = filepath.Join(dir, "default.rules")
+		}
+	}
+	cfg.AuditPath = abs(cfg.AuditPath)
+	return nil
+}
+
+// rulesDir is where rules files are found without being listed:
+// $XDG_CONFIG_HOME/execd/rules, or "" without a config directory.
+func rulesDir() string {
+	dir := configDir()
+	if dir == "" {
+		return ""
+	}
+	return filepath.Join(dir, "execd", "rules")
 }
 
 // checkSandbox validates the sandbox paths: writable roots are existing

@@ -59,6 +59,38 @@ func TestDefaults(t *testing.T) {
 	}
 }
 
+func TestPolicyPaths(t *testing.T) {
+	xdg := isolate(t)
+	cwd := t.TempDir()
+	cfg, err := load(t, "approval_policy = \"untrusted\"\n[approval]\ntimeout = \"90s\"\nwithout_client_support = \"allow\"\n"+
+		"[rules]\nfiles = [\"a.rules\", \"/abs/b.rules\"]\n[audit]\npath = \"audit.jsonl\"", "--cwd", cwd, "--approval", "never")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.ApprovalPolicy != "never" || cfg.Approval.Timeout != 90*time.Second || cfg.Approval.WithoutClientSupport != "allow" {
+		t.Errorf("approval settings %+v %+v (the flag wins over the file)", cfg.ApprovalPolicy, cfg.Approval)
+	}
+	want := []string{filepath.Join(cwd, "a.rules"), "/abs/b.rules"}
+	if !reflect.DeepEqual(cfg.Rules.Files, want) || cfg.AuditPath != filepath.Join(cwd, "audit.jsonl") ||
+		cfg.Rules.AmendFile != filepath.Join(xdg, "execd", "rules", "default.rules") {
+		t.Errorf("paths: rules %q, audit %q, amend %q", cfg.Rules.Files, cfg.AuditPath, cfg.Rules.AmendFile)
+	}
+	if err := os.MkdirAll(filepath.Join(xdg, "execd", "rules"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"z.rules", "default.rules", "notes.txt"} {
+		if err := os.WriteFile(filepath.Join(xdg, "execd", "rules", n), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg.Rules.Files = append(cfg.Rules.Files, filepath.Join(xdg, "execd", "rules", "z.rules"))
+	got := rulesFiles(cfg)
+	want = append(want, filepath.Join(xdg, "execd", "rules", "z.rules"), filepath.Join(xdg, "execd", "rules", "default.rules"))
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("rules files %q, want %q (listed first, then the directory's, each once)", got, want)
+	}
+}
+
 func TestEveryKeyHasADefaultAndNothingElse(t *testing.T) {
 	var raw map[string]any
 	if err := toml.Unmarshal(defaultsTOML, &raw); err != nil {
@@ -120,9 +152,11 @@ func TestConfigFileErrorsNameTheKey(t *testing.T) {
 		{"[sandbox]\nwritable_roots = [1]", "element 0: expected a string"},
 		{"[shell_environment_policy]\nset = { A = 1 }", "A: expected a string"},
 		{"[approval]\ntimeout = \"soon\"", `expected a positive duration such as "5m" or "90s", got "soon"`},
-		{"[rules]\nfiles = [\"a.rules\"]", "rules.files (config file"},
-		{"[rules]\nfiles = [\"a.rules\"]", "not implemented in this build yet (issue #5)"},
-		{"approval_policy = \"never\"", "approval_policy (config file"},
+		{"[rules]\nfiles = [\"\"]", "rules.files (config file"},
+		{"[rules]\nfiles = [\"a.rules\", \"\"]", "entry 2 is empty"},
+		{"approval_policy = \"sometimes\"", "approval_policy (config file"},
+		{"approval_policy = \"sometimes\"", `"sometimes" is not one of untrusted, on-failure, on-request, never`},
+		{"[approval]\nwithout_client_support = \"ask\"", "approval.without_client_support (config file"},
 		{"[sessions]\nmax = 0", "sessions.max (config file"},
 		{"[sessions]\nmax_poll_ms = 1000", "1000 is below the minimum 5000"},
 		{"[sandbox]\nwritable_roots = [\"/nonexistent/root\"]", "sandbox.writable_roots (config file"},
@@ -131,7 +165,6 @@ func TestConfigFileErrorsNameTheKey(t *testing.T) {
 		{"[sandbox]\nwritable_roots = [\"\"]", "entry 1 is empty"},
 		{"[sandbox]\nprotected_paths = [\".git\", \"a/b\"]", `sandbox.protected_paths (config file`},
 		{"[sandbox]\nprotected_paths = [\"..\"]", `".." is not a name`},
-		{"[audit]\npath = \"/tmp/a\"", "audit.path"},
 		{"[sandbox\nmode = 1", "line 1"},
 		{"cwd = \"/nonexistent/dir\"", "cwd (config file"},
 		{"cwd = \"/nonexistent/dir\"", "/nonexistent/dir does not exist"},

@@ -25,17 +25,14 @@ type keySpec struct {
 	min  int64    // smallest value of an int key
 	max  int64    // largest value of an int key; 0 means no limit
 	flag string   // the command-line flag bound to the key, if any
-	// issue is the issue that builds the key's feature; while it is not
-	// built, only the default value is accepted.
-	issue int
 }
 
 // keys is every configuration key, in the order of SPEC §2.
 var keys = []keySpec{
 	{name: "cwd", kind: kString, flag: "cwd"},
-	{name: "approval_policy", kind: kString, enum: []string{"untrusted", "on-failure", "on-request", "never"}, flag: "approval", issue: 5},
-	{name: "approval.timeout", kind: kDuration, issue: 5},
-	{name: "approval.without_client_support", kind: kString, enum: []string{"deny", "allow"}, issue: 5},
+	{name: "approval_policy", kind: kString, enum: []string{"untrusted", "on-failure", "on-request", "never"}, flag: "approval"},
+	{name: "approval.timeout", kind: kDuration},
+	{name: "approval.without_client_support", kind: kString, enum: []string{"deny", "allow"}},
 	{name: "sandbox.mode", kind: kString, enum: modeNames(), flag: "sandbox"},
 	{name: "sandbox.writable_roots", kind: kList},
 	{name: "sandbox.network_access", kind: kBool},
@@ -43,8 +40,8 @@ var keys = []keySpec{
 	{name: "sandbox.exclude_slash_tmp", kind: kBool},
 	{name: "sandbox.protected_paths", kind: kList},
 	{name: "sandbox.fail_closed", kind: kBool},
-	{name: "rules.files", kind: kList, issue: 5},
-	{name: "rules.amend_file", kind: kString, issue: 5},
+	{name: "rules.files", kind: kList},
+	{name: "rules.amend_file", kind: kString},
 	{name: "shell_environment_policy.inherit", kind: kString, enum: []string{"all", "core", "none"}},
 	{name: "shell_environment_policy.ignore_default_excludes", kind: kBool},
 	{name: "shell_environment_policy.exclude", kind: kList},
@@ -59,7 +56,7 @@ var keys = []keySpec{
 	{name: "sessions.max_poll_ms", kind: kInt, min: 5000, max: tools.MaxTimeoutMs},
 	{name: "log.level", kind: kString, enum: []string{"debug", "info", "warn", "error"}, flag: "log-level"},
 	{name: "log.format", kind: kString, enum: []string{"json", "console"}},
-	{name: "audit.path", kind: kString, issue: 5},
+	{name: "audit.path", kind: kString},
 }
 
 func modeNames() []string {

@@ -30,12 +30,14 @@ func runCmd(fs *pflag.FlagSet, argv []string) int {
 		return exitUsage
 	}
 	timeout, _ := fs.GetDuration("timeout")
-	return runOne(fs, cfg, "run", argv, timeout)
+	return runOne(fs, cfg, "run", argv, timeout, ttyApprover{})
 }
 
 // runOne runs argv as configured by cfg, printing its output live, and
-// returns its exit code or execd's own (SPEC §1).
-func runOne(fs *pflag.FlagSet, cfg *config, name string, argv []string, timeout time.Duration) int {
+// returns its exit code or execd's own (SPEC §1). With an approver the
+// exec policy applies and approvals are asked of it; without, the
+// command runs in the sandbox unchecked (execd sandbox).
+func runOne(fs *pflag.FlagSet, cfg *config, name string, argv []string, timeout time.Duration, ask orchestrator.Approver) int {
 	if !fs.Changed("log-level") && os.Getenv(envName("log.level")) == "" {
 		// The terminal shows the command's output; execd's own problems are
 		// printed as plain lines below, not as log records.
@@ -46,9 +48,21 @@ func runOne(fs *pflag.FlagSet, cfg *config, name string, argv []string, timeout 
 	for _, w := range cfg.Warnings {
 		fmt.Fprintf(os.Stderr, "execd: warning: %s\n", w)
 	}
+	var pol *execPolicy
+	if ask != nil {
+		var err error
+		if pol, err = loadPolicy(cfg, log); err != nil {
+			fmt.Fprintf(os.Stderr, "execd: %v\n", err)
+			return exitUsage
+		}
+		defer pol.Close()
+		for _, err := range pol.failed {
+			fmt.Fprintf(os.Stderr, "execd: warning: rules file not used: %v\n", err)
+		}
+	}
 	r := reaper.New()
 	defer r.Close()
-	orch, err := newOrchestrator(cfg, log, r, nil)
+	orch, err := newOrchestrator(cfg, log, r, nil, pol)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "execd %s: %v\n", name, err)
 		return exitInternal
@@ -59,7 +73,7 @@ func runOne(fs *pflag.FlagSet, cfg *config, name string, argv []string, timeout 
 	ctx, cancel := context.WithCancelCause(sigCtx)
 	defer cancel(nil)
 	out := &livePrinter{stop: cancel}
-	res, err := orch.Exec(ctx, orchestrator.ExecRequest{Argv: argv, Timeout: timeout, Output: out.write})
+	res, err := orch.Exec(ctx, orchestrator.ExecRequest{Argv: argv, Timeout: timeout, Output: out.write, Approver: ask})
 	code := exitCode(name, res, err, timeout)
 	// Nothing execd started outlives it, background descendants included.
 	sctx, scancel := context.WithTimeout(context.Background(), shutdownLimit)
@@ -117,9 +131,11 @@ func failureCode(err error) int {
 		se *orchestrator.SpawnError
 		we *orchestrator.WorkdirError
 		su *sandbox.SetupError
+		re *orchestrator.RefusedError
+		de *orchestrator.DeniedError
 	)
 	switch {
-	case errors.As(err, &ue):
+	case errors.As(err, &ue), errors.As(err, &re), errors.As(err, &de):
 		return exitRefused
 	case errors.As(err, &se) && errors.Is(err, orchestrator.ErrNotFound):
 		return exitNotFound

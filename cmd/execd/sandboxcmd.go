@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/execd/execd/internal/orchestrator"
+	"github.com/execd/execd/internal/policy"
 	"github.com/execd/execd/internal/reaper"
 	"github.com/execd/execd/internal/sandbox"
 )
@@ -42,7 +43,7 @@ func sandboxCmd(fs *pflag.FlagSet, argv []string) int {
 		fmt.Fprintf(os.Stderr, "execd sandbox: %v\n", err)
 		return exitUsage
 	}
-	return runOne(fs, cfg, "sandbox", argv, 0)
+	return runOne(fs, cfg, "sandbox", argv, 0, nil)
 }
 
 // applySandboxFlags lays the flags of `execd sandbox` over cfg.
@@ -99,7 +100,7 @@ func doctorCmd(fs *pflag.FlagSet, _ []string) int {
 		}
 		return r.Wait(cmd)
 	})
-	orch, err := newOrchestrator(cfg, zap.NewNop(), r, &sup)
+	orch, err := newOrchestrator(cfg, zap.NewNop(), r, &sup, nil)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "execd doctor: %v\n", err)
 		return exitInternal
@@ -139,11 +140,39 @@ func (d *doctor) report() int {
 	} else {
 		d.line("config files", "none (defaults, flags and EXECD_* variables only)")
 	}
-	d.line("rules files", "none: rules are not implemented in this build (issue #5)")
+	d.rules()
 	if !d.ok {
 		return 1
 	}
 	return 0
+}
+
+// rules reports the exec policy: the approval policy and each rules file
+// found, with why one that fails to load is not used (a warning: execd
+// still runs, without that file's rules).
+func (d *doctor) rules() {
+	d.line("approval policy", "%s", d.cfg.ApprovalPolicy)
+	files := rulesFiles(d.cfg)
+	if len(files) == 0 {
+		d.line("rules files", "none (rules.files is empty and %s has no *.rules)", orNone(rulesDir()))
+	}
+	for _, f := range files {
+		pf, err := policy.LoadFile(f)
+		if err != nil {
+			d.line("rules file", "NOT USED: %v", err)
+			continue
+		}
+		d.line("rules file", "%s: %d prefix rules", f, len(pf.Rules))
+	}
+	d.line("amend file", "%s", orNone(d.cfg.Rules.AmendFile))
+	d.line("audit file", "%s", orNone(d.cfg.AuditPath))
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }
 
 func (d *doctor) linux(sup sandbox.Support) {

@@ -58,9 +58,18 @@ func serve(cfg *config, base, log *zap.Logger, fwd *tools.LogForwarder, proto *o
 	}
 	log.Info("execd starting", zap.String("version", version), zap.Int("pid", os.Getpid()),
 		zap.Strings("config_files", cfg.Files), zap.String("cwd", cfg.Cwd))
+	pol, err := loadPolicy(cfg, log)
+	if err != nil {
+		log.Error("start", zap.Error(err))
+		return exitUsage
+	}
+	defer pol.Close()
+	for _, err := range pol.failed {
+		log.Error("rules file not used", zap.Error(err))
+	}
 	r := reaper.New()
 	defer r.Close()
-	orch, err := newOrchestrator(cfg, log, r, nil)
+	orch, err := newOrchestrator(cfg, log, r, nil, pol)
 	if err != nil {
 		log.Error("start", zap.Error(err))
 		return exitInternal

@@ -4,6 +4,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/execd/execd/internal/orchestrator"
+	"github.com/execd/execd/internal/policy"
 	"github.com/execd/execd/internal/procstore"
 	"github.com/execd/execd/internal/reaper"
 	"github.com/execd/execd/internal/sandbox"
@@ -12,13 +13,14 @@ import (
 
 // newOrchestrator converts the configuration into the orchestrator's
 // options. sup is what the host supports; nil lets the orchestrator probe
-// it when the configured mode needs it.
-func newOrchestrator(cfg *config, log *zap.Logger, r *reaper.Reaper, sup *sandbox.Support) (*orchestrator.Orchestrator, error) {
+// it when the configured mode needs it. pol is the exec policy; nil runs
+// every command in the sandbox without policy (execd sandbox, doctor).
+func newOrchestrator(cfg *config, log *zap.Logger, r *reaper.Reaper, sup *sandbox.Support, pol *execPolicy) (*orchestrator.Orchestrator, error) {
 	mode, err := sandbox.ParseMode(cfg.Sandbox.Mode)
 	if err != nil {
 		return nil, err // validated by the loader
 	}
-	return orchestrator.New(orchestrator.Options{
+	opts := orchestrator.Options{
 		Logger: log.Named("orchestrator"),
 		Reaper: r,
 		Cwd:    cfg.Cwd,
@@ -40,9 +42,16 @@ func newOrchestrator(cfg *config, log *zap.Logger, r *reaper.Reaper, sup *sandbo
 			Set:                   cfg.Env.Set,
 			IncludeOnly:           cfg.Env.IncludeOnly,
 		},
-		Sessions: procstore.Options{Max: cfg.Sessions.Max},
-		Support:  sup,
-	})
+		Sessions:   procstore.Options{Max: cfg.Sessions.Max},
+		Support:    sup,
+		Policy:     policy.ApprovalPolicy(cfg.ApprovalPolicy),
+		AmendFile:  cfg.Rules.AmendFile,
+		SkipPolicy: pol == nil,
+	}
+	if pol != nil {
+		opts.Rules, opts.Audit = pol.rules, pol.audit
+	}
+	return orchestrator.New(opts)
 }
 
 // toolOptions converts the configuration into the MCP server's options.
@@ -58,5 +67,8 @@ func toolOptions(cfg *config, log *zap.Logger, orch *orchestrator.Orchestrator, 
 		MaxOutputTokens:    cfg.Exec.MaxOutputTokens,
 		MaxPollTime:        cfg.Sessions.MaxPollTime,
 		Logs:               fwd,
+
+		ApprovalTimeout:           cfg.Approval.Timeout,
+		AllowWithoutClientSupport: cfg.Approval.WithoutClientSupport == "allow",
 	}
 }

@@ -73,16 +73,19 @@ func (o *Orchestrator) logSupport() {
 }
 
 // sandboxMarkers are the variables that tell a command about its sandbox
-// (SPEC §8.1, §8.3). Nothing is marked when execd enforces nothing.
-func (o *Orchestrator) sandboxMarkers() []string {
+// (SPEC §8.1, §8.3), for a run inside execd's sandbox or not. Nothing is
+// marked when execd enforces nothing, except that an external sandbox
+// without network stays one for every run.
+func (o *Orchestrator) sandboxMarkers(sandboxed bool) []string {
 	var env []string
+	inside := sandboxed && o.Sandboxed()
 	switch {
-	case o.Sandboxed() && o.support.OS == "linux":
+	case inside && o.support.OS == "linux":
 		env = append(env, "EXECD_SANDBOX=linux")
-	case o.Sandboxed() && o.support.OS == "darwin":
+	case inside && o.support.OS == "darwin":
 		env = append(env, "EXECD_SANDBOX=seatbelt")
 	}
-	if (o.Sandboxed() || o.sandbox.Mode == sandbox.ExternalSandbox) && !o.sandbox.NetworkAccess {
+	if (inside || o.sandbox.Mode == sandbox.ExternalSandbox) && !o.sandbox.NetworkAccess {
 		env = append(env, "EXECD_SANDBOX_NETWORK_DISABLED=1")
 	}
 	return env
@@ -116,12 +119,12 @@ func (o *Orchestrator) Support() sandbox.Support { return o.support }
 // WritableRoots returns where commands may write under workspace-write.
 func (o *Orchestrator) WritableRoots() []string { return sandbox.RootPaths(o.roots) }
 
-// start starts cmd through the reaper, inside the sandbox when one is
-// enforced, and returns once the command itself runs (the helper has
-// exec'd it). On error nothing runs and nothing is left to wait for.
-// Errors: a *sandbox.SetupError, or the reaper's.
-func (o *Orchestrator) start(cmd *exec.Cmd) error {
-	if !o.Sandboxed() {
+// start starts cmd through the reaper, inside the sandbox when sandboxed
+// and one is enforced, and returns once the command itself runs (the
+// helper has exec'd it). On error nothing runs and nothing is left to
+// wait for. Errors: a *sandbox.SetupError, or the reaper's.
+func (o *Orchestrator) start(cmd *exec.Cmd, sandboxed bool) error {
+	if !sandboxed || !o.Sandboxed() {
 		return o.reaper.Start(cmd)
 	}
 	policy := sandbox.Policy{

@@ -109,14 +109,14 @@ func TestSandboxSetupErrorsNameTheStage(t *testing.T) {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd, err := o.command([]string{"true"}, dir)
+	cmd, err := o.command([]string{"true"}, dir, true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Remove(dir); err != nil {
 		t.Fatal(err)
 	}
-	err = o.start(cmd)
+	err = o.start(cmd, true)
 	var se *sandbox.SetupError
 	if !errors.As(err, &se) || se.Stage != "chdir" || !strings.Contains(err.Error(), "sandbox setup failed at chdir") {
 		t.Fatalf("start in a removed directory: %v", err)

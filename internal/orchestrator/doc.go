@@ -6,8 +6,16 @@
 // (SPEC §5.1), and enforces timeouts and cancellation by killing the
 // command's process group.
 //
-// It does not format anything for the model (that is the tools package)
-// and does not decide approvals yet: the exec policy arrives with issue #5.
+// Before anything starts, a call passes the exec policy (SPEC §7): the
+// [policy] package's verdict on its commands under the approval policy,
+// then, when that says to ask, the call's [Approver] (the tools package
+// asks the MCP client, execd run the terminal). allow_session answers are
+// remembered here for the connection, allow_prefix answers amend the
+// rules, and every decision and finished command goes to the [audit] log.
+// A sandboxed command that fails with a denial may run again without the
+// sandbox (on-failure, untrusted).
+//
+// It does not format anything for the model: that is the tools package.
 //
 // An [Orchestrator] is safe for concurrent use.
 package orchestrator

@@ -38,8 +38,13 @@ type ExecRequest struct {
 	// Output, if set, sees the output as it arrives.
 	Output OutputFunc
 	// OnStart, if set, is called once the process has started, before any
-	// of its output is seen.
-	OnStart func()
+	// of its output is seen, with what confines it (SandboxLabel).
+	OnStart func(sandbox string)
+	// Approval is what the model asked for; Approver asks the user when
+	// the policy says so (nil: nobody can be asked, so such calls are
+	// denied).
+	Approval Approval
+	Approver Approver
 }
 
 // ExecResult is the outcome of a command that was started.
@@ -58,6 +63,8 @@ type ExecResult struct {
 	Stdout   Capture
 	Stderr   Capture
 	Duration time.Duration
+	// Sandboxed reports that the command ran inside execd's sandbox.
+	Sandboxed bool
 }
 
 // SpawnError reports a command that could not be started.
@@ -70,43 +77,83 @@ func (e *SpawnError) Error() string { return fmt.Sprintf("cannot start %s: %v", 
 func (e *SpawnError) Unwrap() error { return e.Err }
 
 // Exec runs a one-shot command with stdin /dev/null and its output on two
-// pipes, and returns when it has exited and its output is read, or
-// DescendantGrace after exit if background descendants keep the pipes
+// pipes, once the exec policy lets it (asking req.Approver when it says
+// so, SPEC §7.2), and returns when it has exited and its output is read,
+// or DescendantGrace after exit if background descendants keep the pipes
 // open: they are left running, and what they write from then on is read
 // and discarded (so they do not die of SIGPIPE) until they close the pipes
 // or [Orchestrator.Close]. When ctx ends first the command's process group
-// is killed and the result records the cause in Stopped.
+// is killed and the result records the cause in Stopped. A command that
+// fails in the sandbox with a denial runs again without it when the
+// policy allows that (on-failure, untrusted); the result is the second
+// run's.
 //
-// Errors: *WorkdirError, *sandbox.UnavailableError, *SpawnError, or
-// ErrShuttingDown; no process was started then.
+// Errors: *WorkdirError, *RefusedError, *DeniedError,
+// *sandbox.UnavailableError, *sandbox.SetupError, *SpawnError,
+// ErrShuttingDown, or ctx's cause while waiting for approval; no process
+// was started then.
 func (o *Orchestrator) Exec(ctx context.Context, req ExecRequest) (*ExecResult, error) {
-	cmd, err := o.command(req.Argv, req.Workdir)
+	c, err := o.newCall(req.CallID, req.Argv, req.Workdir, "", req.Approval, req.Approver)
 	if err != nil {
 		return nil, err
 	}
-	run, err := o.startPiped(cmd, req.Output, req.OnStart)
+	g, err := o.authorize(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	res, err := o.execOnce(ctx, req, c, g.sandboxed)
+	if err != nil || res.TimedOut || res.Stopped != nil {
+		return res, err
+	}
+	output := string(res.Stdout.Data) + string(res.Stderr.Data)
+	if !o.retryUnsandboxed(ctx, c, g, res.ExitCode, output) {
+		return res, nil
+	}
+	return o.execOnce(ctx, req, c, false)
+}
+
+// execOnce runs an authorized one-shot command.
+func (o *Orchestrator) execOnce(ctx context.Context, req ExecRequest, c call, sandboxed bool) (*ExecResult, error) {
+	cmd, err := o.command(c.argv, c.cwd, sandboxed)
+	if err != nil {
+		return nil, err
+	}
+	label := o.SandboxLabel(sandboxed)
+	var onStart func()
+	if req.OnStart != nil {
+		onStart = func() { req.OnStart(label) }
+	}
+	run, err := o.startPiped(cmd, sandboxed, req.Output, onStart)
 	if err != nil {
 		return nil, err
 	}
 	log := o.log.With(zap.String("call_id", req.CallID), zap.Int("pid", cmd.Process.Pid))
-	log.Info("command started", zap.String("program", cmd.Path), zap.String("dir", cmd.Dir))
+	log.Info("command started", zap.String("program", cmd.Path), zap.String("dir", cmd.Dir), zap.String("sandbox", label))
 	res := run.wait(ctx, o, req.Timeout)
+	res.Sandboxed = label != "none"
 	log.Info("command finished", zap.Int("exit_code", res.ExitCode), zap.Duration("duration", res.Duration),
 		zap.Bool("timed_out", res.TimedOut), zap.NamedError("stopped", res.Stopped))
+	o.finished(c, label, res.ExitCode, res.Duration)
 	return res, nil
 }
 
-// command checks the sandbox and resolves the directory and program.
-func (o *Orchestrator) command(argv []string, workdir string) (*exec.Cmd, error) {
+// newCall checks a call's argv and resolves its directory.
+func (o *Orchestrator) newCall(id string, argv []string, workdir, kind string, ap Approval, approver Approver) (call, error) {
 	if len(argv) == 0 {
-		return nil, &SpawnError{Program: `""`, Err: errors.New("empty command")}
-	}
-	if o.sandboxErr != nil && o.sandbox.FailClosed {
-		return nil, o.sandboxErr
+		return call{}, &SpawnError{Program: `""`, Err: errors.New("empty command")}
 	}
 	dir, err := o.ResolveWorkdir(workdir)
 	if err != nil {
-		return nil, err
+		return call{}, err
+	}
+	return call{id: id, argv: argv, cwd: dir, kind: kind, approval: ap, approver: approver}, nil
+}
+
+// command checks that the sandbox can confine a sandboxed run and
+// resolves the program in dir.
+func (o *Orchestrator) command(argv []string, dir string, sandboxed bool) (*exec.Cmd, error) {
+	if sandboxed && o.FailsClosed() {
+		return nil, o.sandboxErr
 	}
 	path, err := lookPath(argv[0], o.commandPath(), dir)
 	if err != nil {
@@ -115,7 +162,7 @@ func (o *Orchestrator) command(argv []string, workdir string) (*exec.Cmd, error)
 	return &exec.Cmd{
 		Path:        path,
 		Args:        argv,
-		Env:         o.env,
+		Env:         o.environ(sandboxed, false),
 		Dir:         dir,
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
 	}, nil
@@ -131,7 +178,7 @@ type pipedRun struct {
 	detached   atomic.Bool   // set by drain: stop capturing, keep discarding
 }
 
-func (o *Orchestrator) startPiped(cmd *exec.Cmd, observe OutputFunc, onStart func()) (*pipedRun, error) {
+func (o *Orchestrator) startPiped(cmd *exec.Cmd, sandboxed bool, observe OutputFunc, onStart func()) (*pipedRun, error) {
 	outR, outW, err := outputPipe()
 	if err != nil {
 		return nil, &SpawnError{Program: cmd.Path, Err: err}
@@ -146,7 +193,7 @@ func (o *Orchestrator) startPiped(cmd *exec.Cmd, observe OutputFunc, onStart fun
 	r := &pipedRun{cmd: cmd, outR: outR, errR: errR, pumpsDone: make(chan struct{}, 2),
 		out: capture{limit: CaptureLimit}, err: capture{limit: CaptureLimit}}
 	r.start = time.Now()
-	err = o.start(cmd)
+	err = o.start(cmd, sandboxed)
 	_ = outW.Close() // the child has its own copies; ours would hide EOF
 	_ = errW.Close()
 	if err != nil {

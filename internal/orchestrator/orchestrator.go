@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"go.uber.org/zap"
 
+	"github.com/execd/execd/internal/audit"
+	"github.com/execd/execd/internal/policy"
 	"github.com/execd/execd/internal/procstore"
 	"github.com/execd/execd/internal/reaper"
 	"github.com/execd/execd/internal/sandbox"
@@ -37,6 +40,19 @@ type Options struct {
 	// Support is what the host can enforce; nil means sandbox.Probe, which
 	// starts one process.
 	Support *sandbox.Support
+	// Policy is when to ask (approval_policy); "" means on-request.
+	Policy policy.ApprovalPolicy
+	// Rules are the exec policy's rules; nil means none. allow_prefix
+	// answers add to them.
+	Rules *policy.Rules
+	// AmendFile is where allow_prefix answers are appended
+	// (rules.amend_file); "" means allow_prefix is never offered.
+	AmendFile string
+	// Audit receives decisions and finished commands; nil means none.
+	Audit *audit.Log
+	// SkipPolicy runs every command in the sandbox without consulting the
+	// policy or asking anyone (execd sandbox, execd doctor's self-test).
+	SkipPolicy bool
 }
 
 // Orchestrator runs commands. Create it with [New].
@@ -48,8 +64,11 @@ type Orchestrator struct {
 	support    sandbox.Support
 	roots      []sandbox.Root // writable roots of workspace-write, resolved at start
 	shell      Shell
-	env        []string // the environment every command gets, built once
+	env        []string // the environment of sandboxed commands, built once
 	sessionEnv []string // env with the session overrides
+	bareEnv    []string // env without the markers of execd's sandbox
+	bareSess   []string // sessionEnv without them
+	approvals  *approvals
 
 	sessions        *procstore.Store[*session]
 	sessionsRunning sync.WaitGroup // session pumps and waiters
@@ -95,7 +114,8 @@ func New(opts Options) (*Orchestrator, error) {
 	}
 	env := BuildEnv(base, opts.Env)
 	o.initSandbox(opts.Support, env)
-	o.env = append(env, o.sandboxMarkers()...)
+	o.env = append(slices.Clip(env), o.sandboxMarkers(true)...)
+	o.bareEnv = append(slices.Clip(env), o.sandboxMarkers(false)...)
 	if o.shell.Path == "" {
 		pathEnv, _ := lookupEnv(base, "PATH")
 		var note string
@@ -105,6 +125,8 @@ func New(opts Options) (*Orchestrator, error) {
 		}
 	}
 	o.sessionEnv = withOverrides(o.env, sessionOverrides)
+	o.bareSess = withOverrides(o.bareEnv, sessionOverrides)
+	o.approvals = newApprovals(opts)
 	o.logSupport()
 	return o, nil
 }
@@ -143,6 +165,21 @@ func (o *Orchestrator) Cwd() string { return o.cwd }
 
 // Shell returns the user's shell.
 func (o *Orchestrator) Shell() Shell { return o.shell }
+
+// environ is the environment of a command: with the markers of execd's
+// sandbox when it runs inside it, with the session overrides for a
+// session.
+func (o *Orchestrator) environ(sandboxed, session bool) []string {
+	switch {
+	case sandboxed && session:
+		return o.sessionEnv
+	case sandboxed:
+		return o.env
+	case session:
+		return o.bareSess
+	}
+	return o.bareEnv
+}
 
 // commandPath is the PATH programs are looked up in: the commands' own,
 // or execd's when the environment policy leaves them none.

@@ -66,8 +66,11 @@ type SessionRequest struct {
 	Output OutputFunc
 	Watch  Watcher
 	// OnStart, if set, is called once the process has started, before any
-	// of its output is seen.
-	OnStart func()
+	// of its output is seen, with what confines it (SandboxLabel).
+	OnStart func(sandbox string)
+	// Approval and Approver are as in ExecRequest.
+	Approval Approval
+	Approver Approver
 }
 
 // WriteRequest continues a session (write_stdin). Empty Chars is a poll.
@@ -117,6 +120,8 @@ type Chunk struct {
 	// Stopped is why the call stopped waiting early (its context's cause).
 	Stopped error
 	Wall    time.Duration
+	// Sandboxed reports that the command runs inside execd's sandbox.
+	Sandboxed bool
 }
 
 // session is a command kept across calls.
@@ -129,6 +134,8 @@ type session struct {
 	buf     *procstore.HeadTail
 	watch   Watcher
 	started time.Time
+	call    call   // for the audit trail
+	label   string // what confines it (SandboxLabel)
 
 	notify   chan struct{} // one pending wake-up: output or exit
 	done     chan struct{} // closed once exited and its output is read
@@ -165,18 +172,42 @@ func (s *session) Exited() bool {
 //
 // Errors are those of Exec; no process was started then.
 func (o *Orchestrator) StartSession(ctx context.Context, req SessionRequest) (*Chunk, error) {
-	start := time.Now()
-	cmd, err := o.command(req.Argv, req.Workdir)
+	kind := "pipes"
+	if req.TTY {
+		kind = "tty"
+	}
+	c, err := o.newCall(req.CallID, req.Argv, req.Workdir, kind, req.Approval, req.Approver)
 	if err != nil {
 		return nil, err
 	}
-	cmd.Env = o.sessionEnv
-	s, err := o.spawnSession(cmd, req)
+	g, err := o.authorize(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	chunk, err := o.startSession(ctx, req, c, g.sandboxed)
+	if err != nil || chunk.Exit == nil || chunk.Stopped != nil {
+		return chunk, err
+	}
+	if !o.retryUnsandboxed(ctx, c, g, chunk.Exit.Code, string(chunk.Output)) {
+		return chunk, nil
+	}
+	return o.startSession(ctx, req, c, false)
+}
+
+// startSession starts an authorized session command.
+func (o *Orchestrator) startSession(ctx context.Context, req SessionRequest, c call, sandboxed bool) (*Chunk, error) {
+	start := time.Now()
+	cmd, err := o.command(c.argv, c.cwd, sandboxed)
+	if err != nil {
+		return nil, err
+	}
+	cmd.Env = o.environ(sandboxed, true)
+	s, err := o.spawnSession(cmd, req, c, sandboxed)
 	if err != nil {
 		return nil, err
 	}
 	o.log.Info("session started", zap.String("call_id", req.CallID), zap.Int("pid", cmd.Process.Pid),
-		zap.String("program", cmd.Path), zap.Bool("tty", s.pty != nil))
+		zap.String("program", cmd.Path), zap.Bool("tty", s.pty != nil), zap.String("sandbox", s.label))
 	s.setObserver(req.Output)
 	defer s.setObserver(nil)
 	outcome := s.collect(ctx, start.Add(req.Yield), s.pty != nil)
@@ -285,8 +316,9 @@ func (s *session) exitsWithin(d time.Duration) bool {
 
 // spawnSession starts cmd on a terminal or a merged pipe and starts its
 // pump and waiter, which the orchestrator joins in Close.
-func (o *Orchestrator) spawnSession(cmd *exec.Cmd, req SessionRequest) (*session, error) {
+func (o *Orchestrator) spawnSession(cmd *exec.Cmd, req SessionRequest, c call, sandboxed bool) (*session, error) {
 	s := &session{o: o, cmd: cmd, argv: req.Argv, buf: procstore.NewHeadTail(SessionBuffer), watch: req.Watch,
+		call: c, label: o.SandboxLabel(sandboxed),
 		notify: make(chan struct{}, 1), done: make(chan struct{}),
 		turn: make(chan struct{}, 1), preempt: make(chan struct{}, 1)}
 	s.turn <- struct{}{}
@@ -298,7 +330,7 @@ func (o *Orchestrator) spawnSession(cmd *exec.Cmd, req SessionRequest) (*session
 		}
 		p.Attach(cmd)
 		s.started = time.Now()
-		err = o.start(cmd)
+		err = o.start(cmd, sandboxed)
 		p.Started()
 		if err != nil {
 			p.Close()
@@ -312,7 +344,7 @@ func (o *Orchestrator) spawnSession(cmd *exec.Cmd, req SessionRequest) (*session
 		}
 		cmd.Stdout, cmd.Stderr = w, w // one pipe: output in arrival order
 		s.started = time.Now()
-		err = o.start(cmd)
+		err = o.start(cmd, sandboxed)
 		_ = w.Close()
 		if err != nil {
 			r.Close()
@@ -321,7 +353,7 @@ func (o *Orchestrator) spawnSession(cmd *exec.Cmd, req SessionRequest) (*session
 		s.pipe, out = r, r
 	}
 	if req.OnStart != nil {
-		req.OnStart()
+		req.OnStart(s.label)
 	}
 	pumped := make(chan struct{})
 	o.sessionsRunning.Add(2)
@@ -394,6 +426,7 @@ func (s *session) wait(pumped <-chan struct{}) {
 	s.exit = exitOf(s.cmd, waitErr, s.started)
 	s.o.log.Info("session exited", zap.Int("pid", s.cmd.Process.Pid), zap.Int("exit_code", s.exit.Code),
 		zap.Duration("duration", s.exit.Duration))
+	s.o.finished(s.call, s.label, s.exit.Code, s.exit.Duration)
 	if s.watch != nil {
 		s.watch.Exited(s.exit)
 	}
@@ -518,7 +551,7 @@ func (s *session) collect(ctx context.Context, deadline time.Time, early bool) o
 // chunk drains the output collected so far. After the exit the whole
 // remainder is taken.
 func (s *session) chunk(start time.Time) *Chunk {
-	c := &Chunk{Argv: s.argv, Max: s.o.sessions.Max()}
+	c := &Chunk{Argv: s.argv, Max: s.o.sessions.Max(), Sandboxed: s.label != "none"}
 	final := s.Exited()
 	c.Output, c.OmittedAt, c.Omitted = s.buf.Drain(final)
 	if final {

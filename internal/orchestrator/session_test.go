@@ -315,7 +315,7 @@ func TestStartAndInputCallbacks(t *testing.T) {
 	o := newTest(t, nil)
 	var order []string
 	c := startSession(t, o, SessionRequest{Argv: []string{"cat"}, TTY: true, Yield: time.Second,
-		OnStart: func() { order = append(order, "start") }})
+		OnStart: func(string) { order = append(order, "start") }})
 	w, err := o.WriteSession(t.Context(), WriteRequest{ID: c.ID, Chars: []byte("x\n"), Yield: time.Second,
 		OnInput: func() { order = append(order, "input") }})
 	if err != nil || w.Exit != nil {
@@ -325,7 +325,7 @@ func TestStartAndInputCallbacks(t *testing.T) {
 		t.Fatalf("callbacks %v", order)
 	}
 	if _, err := o.StartSession(t.Context(), SessionRequest{Argv: []string{"no-such-program-xyz"},
-		OnStart: func() { t.Error("OnStart for a command that never started") }}); err == nil {
+		OnStart: func(string) { t.Error("OnStart for a command that never started") }}); err == nil {
 		t.Fatal("no error")
 	}
 }

@@ -67,6 +67,7 @@ func Require(rs *Rules, req Request) Requirement {
 	}
 	cmds, heredoc := commandsOf(req.Argv)
 	ev := rs.Evaluate(cmds, func(c []string) Decision { return fallback(req, c, heredoc) })
+	ev = rs.stricter(ev, req, cmds)
 	switch ev.Decision {
 	case Forbidden:
 		return Requirement{Outcome: Refuse, Reason: forbiddenReason(req.Argv, ev)}
@@ -88,6 +89,52 @@ func Require(rs *Rules, req Request) Requirement {
 		r.Amendment = heuristicAmendment(ev, Allow)
 	}
 	return r
+}
+
+// stricter adds to ev what the split into commands cannot show: the
+// commands inside a script that is not plain (rm x > /dev/null,
+// echo $(rm -rf /)) and programs named by a path (/bin/rm for a rule on
+// rm). Their forbidden and prompt rules count, and so does the built-in
+// knowledge of dangerous commands for inner commands when no rule matched
+// the call itself (an allow rule for the whole script answers it); their
+// allow rules do not count, so they only make a call stricter.
+func (rs *Rules) stricter(ev Evaluation, req Request, cmds [][]string) Evaluation {
+	var inner [][]string
+	if _, plain := PlainCommands(req.Argv); !plain {
+		inner = literalCommands(req.Argv)
+	}
+	var named [][]string
+	for _, c := range append(slices.Clone(cmds), inner...) {
+		if b, ok := bareName(c); ok {
+			named = append(named, b)
+		}
+	}
+	add := func(m Match) {
+		if !slices.ContainsFunc(ev.Matches, func(o Match) bool {
+			return o.Heuristic == m.Heuristic && o.Decision == m.Decision &&
+				slices.Equal(o.Prefix, m.Prefix) && slices.Equal(o.Command, m.Command)
+		}) {
+			ev.Matches = append(ev.Matches, m)
+			ev.Decision = max(ev.Decision, m.Decision)
+		}
+	}
+	ruled := slices.ContainsFunc(ev.Matches, func(m Match) bool { return !m.Heuristic })
+	for i, c := range append(inner, named...) {
+		ms := rs.Check(c)
+		for _, m := range ms {
+			if m.Decision >= Prompt {
+				add(m)
+			}
+		}
+		if len(ms) == 0 && !ruled && i < len(inner) && Dangerous(c) {
+			// The call's argv stands for it: that is the prefix offered,
+			// not a cut of c (rm -rf of rm -rf *).
+			if d := fallback(req, c, false); d >= Prompt {
+				add(Match{Command: req.Argv, Decision: d, Heuristic: true})
+			}
+		}
+	}
+	return ev
 }
 
 // fallback is the built-in knowledge's verdict on a command no rule

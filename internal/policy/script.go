@@ -282,3 +282,57 @@ func identifier(s string) bool {
 	}
 	return s != ""
 }
+
+// literalCommands returns, for a shell wrapper whose script is not plain,
+// the leading literal words of every simple command anywhere in it: in
+// pipelines with redirections, subshells, substitutions, conditions,
+// loops and functions (not inside heredoc bodies or eval'd strings). The
+// rules see these only to refuse or ask: a command partly hidden behind
+// expansions can never be allowed by them (SPEC §7.1).
+func literalCommands(argv []string) [][]string {
+	if len(argv) != 3 || (argv[1] != "-c" && argv[1] != "-lc") {
+		return nil
+	}
+	switch filepath.Base(argv[0]) {
+	case "bash", "zsh", "sh":
+	default:
+		return nil
+	}
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(argv[2]), "")
+	if err != nil {
+		return nil
+	}
+	var out [][]string
+	syntax.Walk(f, func(n syntax.Node) bool {
+		c, ok := n.(*syntax.CallExpr)
+		if !ok {
+			return true
+		}
+		var words []string
+		for _, w := range c.Args {
+			s, ok := plainWord(w)
+			if !ok {
+				break
+			}
+			words = append(words, s)
+		}
+		if len(words) > 0 {
+			out = append(out, words)
+		}
+		return true
+	})
+	return out
+}
+
+// bareName returns cmd with its program named by base name, when it is
+// named by a path: a rule for rm also refuses /bin/rm.
+func bareName(cmd []string) ([]string, bool) {
+	if len(cmd) == 0 || !strings.Contains(cmd[0], "/") {
+		return nil, false
+	}
+	base := filepath.Base(cmd[0])
+	if base == "/" || base == "." || base == ".." {
+		return nil, false
+	}
+	return append([]string{base}, cmd[1:]...), true
+}

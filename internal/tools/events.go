@@ -62,11 +62,9 @@ func (s *Server) events(ctx context.Context, c *toolCall) *commandEvents {
 		pending: map[orchestrator.Stream][]byte{}}
 }
 
-func (e *commandEvents) begin(argv []string, cwd string, o *orchestrator.Orchestrator) {
-	sandbox := string(o.SandboxMode())
-	if !o.Sandboxed() {
-		sandbox = "none"
-	}
+// begin reports a started command; sandbox is what confines it
+// (orchestrator.SandboxLabel).
+func (e *commandEvents) begin(argv []string, cwd, sandbox string) {
 	e.emit("exec_begin", eventParams{"call_id": e.callID, "command": argv, "cwd": cwd, "sandbox": sandbox})
 }
 

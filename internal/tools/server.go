@@ -41,6 +41,13 @@ type Options struct {
 	// MaxPollTime caps an empty write_stdin poll (sessions.max_poll_ms);
 	// 0 means 300 s.
 	MaxPollTime time.Duration
+	// ApprovalTimeout bounds the wait for an approval answer
+	// (approval.timeout); 0 means 5 minutes.
+	ApprovalTimeout time.Duration
+	// AllowWithoutClientSupport runs calls that need approval when the
+	// client cannot be asked (approval.without_client_support = allow);
+	// false denies them.
+	AllowWithoutClientSupport bool
 	// Logs forwards log entries to the client as notifications/message
 	// once it sends logging/setLevel; nil disables forwarding.
 	Logs *LogForwarder
@@ -89,6 +96,9 @@ func New(conn *rpc.Conn, opts Options) (*Server, error) {
 	}
 	if opts.MaxOutputTokens <= 0 {
 		opts.MaxOutputTokens = 10000
+	}
+	if opts.ApprovalTimeout <= 0 {
+		opts.ApprovalTimeout = DefaultApprovalTimeout
 	}
 	if opts.MaxPollTime <= 0 {
 		opts.MaxPollTime = DefaultMaxPollTime
@@ -351,15 +361,18 @@ func errorResult(err error) *callResult {
 		se *orchestrator.SpawnError
 		us *orchestrator.UnknownSessionError
 		su *sandbox.SetupError
+		re *orchestrator.RefusedError
+		de *orchestrator.DeniedError
 	)
 	switch {
-	case errors.As(err, &ae), errors.As(err, &ue), errors.As(err, &us), errors.As(err, &su), errors.Is(err, orchestrator.ErrStdinClosed):
+	case errors.As(err, &ae), errors.As(err, &ue), errors.As(err, &us), errors.As(err, &su), errors.Is(err, orchestrator.ErrStdinClosed),
+		errors.As(err, &re), errors.As(err, &de):
 		return textResult(err.Error(), true)
 	case errors.As(err, &we):
 		return textResult("invalid arguments: "+we.Error(), true)
 	case errors.As(err, &se):
 		return textResult("execution error: "+se.Error(), true)
-	case errors.Is(err, orchestrator.ErrShuttingDown), errors.Is(err, errEscalation):
+	case errors.Is(err, orchestrator.ErrShuttingDown):
 		return textResult(err.Error(), true)
 	}
 	return textResult("execution error: "+err.Error(), true)

@@ -364,7 +364,7 @@ func TestCallsThatStartNothing(t *testing.T) {
 		{"shell_command", map[string]any{"command": ""}, "shell_command: command: must not be empty"},
 		{"shell", map[string]any{"command": []string{"no-such-program-xyz"}}, "execution error: cannot start no-such-program-xyz"},
 		{"shell_command", map[string]any{"command": "ls", "workdir": "missing"}, "workdir missing: no such directory"},
-		{"shell_command", map[string]any{"command": "ls", "sandbox_permissions": "require_escalated"}, "not implemented in this build"},
+		{"shell_command", map[string]any{"command": "ls", "prefix_rule": []string{}}, "prefix_rule: must name at least one word"},
 		{"shell_command", map[string]any{"command": "ls", "sandbox_permissions": "sudo"}, `"sudo" is not one of`},
 		{"exec_command", map[string]any{}, "exec_command: cmd: is required"},
 		{"exec_command", map[string]any{"cmd": ""}, "cmd: must not be empty"},

@@ -71,12 +71,9 @@ func (s *Server) runExecCommand(ctx context.Context, c *toolCall) *callResult {
 	tty := a.boolean("tty", false)
 	yield := startYield(a.integer("yield_time_ms"))
 	maxTokens := s.maxTokensArg(a)
-	escalate := s.escalationArgs(a)
+	approval := s.approvalArgs(a)
 	if err := a.done(); err != nil {
 		return errorResult(err)
-	}
-	if escalate {
-		return errorResult(errEscalation)
 	}
 	shell := s.orch.Shell()
 	if shellName != "" {
@@ -86,21 +83,22 @@ func (s *Server) runExecCommand(ctx context.Context, c *toolCall) *callResult {
 		}
 	}
 	argv := shell.Argv(script, login)
-	req := orchestrator.SessionRequest{CallID: c.id.String(), Argv: argv, Workdir: workdir, TTY: tty, Yield: yield}
+	req := orchestrator.SessionRequest{CallID: c.id.String(), Argv: argv, Workdir: workdir, TTY: tty, Yield: yield,
+		Approval: approval, Approver: approver{s}}
 	if p := startProgress(ctx, s.conn, c.progress); p != nil {
 		req.Output = p.observe
 		defer p.stop()
 	}
 	if ev := s.events(ctx, c); ev != nil {
 		cwd, _ := s.orch.ResolveWorkdir(workdir)
-		req.OnStart = func() { ev.begin(argv, cwd, s.orch) }
+		req.OnStart = func(sandbox string) { ev.begin(argv, cwd, sandbox) }
 		req.Watch = ev
 	}
 	chunk, err := s.orch.StartSession(ctx, req)
 	if err != nil {
 		return errorResult(err)
 	}
-	return sessionResult(chunk, maxTokens, s.orch.Sandboxed())
+	return sessionResult(chunk, maxTokens)
 }
 
 // runWriteStdin is the write_stdin tool (SPEC §4.4).
@@ -125,7 +123,7 @@ func (s *Server) runWriteStdin(ctx context.Context, c *toolCall) *callResult {
 	if err != nil {
 		return errorResult(err)
 	}
-	return sessionResult(chunk, maxTokens, s.orch.Sandboxed())
+	return sessionResult(chunk, maxTokens)
 }
 
 // cmdArg reads cmd, or its alias command: a string, or an array of
@@ -221,7 +219,7 @@ type sessionStructured struct {
 
 // sessionResult renders a chunk in the layout of SPEC §4.3. isError is
 // false whatever the exit code.
-func sessionResult(c *orchestrator.Chunk, maxTokens int, sandboxed bool) *callResult {
+func sessionResult(c *orchestrator.Chunk, maxTokens int) *callResult {
 	// Replace invalid UTF-8 first, as for one-shots, keeping the gap's place.
 	head, tail := toValidUTF8(c.Output[:c.OmittedAt]), toValidUTF8(c.Output[c.OmittedAt:])
 	out := truncateSession(head+tail, len(head), c.Omitted, maxTokens)
@@ -237,7 +235,7 @@ func sessionResult(c *orchestrator.Chunk, maxTokens int, sandboxed bool) *callRe
 	if c.Exit != nil {
 		code := c.Exit.Code
 		st.ExitCode = &code
-		st.SandboxDenied = sandbox.LooksDenied(sandboxed, code, string(c.Output))
+		st.SandboxDenied = sandbox.LooksDenied(c.Sandboxed, code, string(c.Output))
 		if c.Exit.Signal != 0 {
 			st.Signal = unix.SignalName(c.Exit.Signal)
 		}

@@ -2,7 +2,6 @@ package tools
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -13,10 +12,6 @@ import (
 	"github.com/execd/execd/internal/sandbox"
 )
 
-// errEscalation refuses require_escalated while approvals do not exist.
-var errEscalation = errors.New(`sandbox_permissions "require_escalated" asks the user to approve running outside the sandbox, ` +
-	`and approval requests are not implemented in this build yet (issue #5); run the command without it`)
-
 // runShell is the shell tool and its aliases (SPEC §4.1): an argv.
 func (s *Server) runShell(ctx context.Context, c *toolCall) *callResult {
 	a := parseArgs(c.name, c.args)
@@ -24,17 +19,14 @@ func (s *Server) runShell(ctx context.Context, c *toolCall) *callResult {
 	argv := a.strList("command")
 	workdir := a.str("workdir")
 	timeout := s.timeoutArg(a, "timeout")
-	escalate := s.escalationArgs(a)
+	approval := s.approvalArgs(a)
 	if err := a.done(); err != nil {
 		return errorResult(err)
 	}
 	if len(argv) == 0 || argv[0] == "" {
 		return errorResult(&ArgError{Tool: c.name, Field: "command", Msg: "must be a non-empty array whose first element names the program"})
 	}
-	if escalate {
-		return errorResult(errEscalation)
-	}
-	return s.oneShot(ctx, c, orchestrator.ExecRequest{Argv: argv, Workdir: workdir, Timeout: timeout},
+	return s.oneShot(ctx, c, orchestrator.ExecRequest{Argv: argv, Workdir: workdir, Timeout: timeout, Approval: approval},
 		func(res *orchestrator.ExecResult, out truncated) string {
 			return shellText(out.withHeader(), res.ExitCode, res.Duration)
 		})
@@ -52,15 +44,12 @@ func (s *Server) runShellCommand(ctx context.Context, c *toolCall) *callResult {
 	workdir := a.str("workdir")
 	timeout := s.timeoutArg(a, "")
 	login := s.loginArg(a)
-	escalate := s.escalationArgs(a)
+	approval := s.approvalArgs(a)
 	if err := a.done(); err != nil {
 		return errorResult(err)
 	}
-	if escalate {
-		return errorResult(errEscalation)
-	}
 	argv := s.orch.Shell().Argv(script, login)
-	return s.oneShot(ctx, c, orchestrator.ExecRequest{Argv: argv, Workdir: workdir, Timeout: timeout},
+	return s.oneShot(ctx, c, orchestrator.ExecRequest{Argv: argv, Workdir: workdir, Timeout: timeout, Approval: approval},
 		func(res *orchestrator.ExecResult, out truncated) string {
 			return shellCommandText(res.ExitCode, res.Duration, out)
 		})
@@ -78,7 +67,7 @@ func (s *Server) oneShot(ctx context.Context, c *toolCall, req orchestrator.Exec
 	out := truncateOutput(execOutput(res), s.opts.MaxOutputTokens)
 	return &callResult{
 		Content:           []textContent{{Type: "text", Text: layout(res, out)}},
-		StructuredContent: structured(res, out, s.orch.Sandboxed()),
+		StructuredContent: structured(res, out),
 		IsError:           res.ExitCode != 0 || res.TimedOut,
 	}
 }
@@ -121,19 +110,25 @@ func (s *Server) loginArg(a *args) bool {
 	return false
 }
 
-// escalationArgs reads the shared approval parameters and reports whether
-// escalation was requested.
-func (s *Server) escalationArgs(a *args) bool {
+// approvalArgs reads the shared approval parameters (SPEC §4).
+func (s *Server) approvalArgs(a *args) orchestrator.Approval {
 	mode := a.oneOf("sandbox_permissions", "use_default", "use_default", "require_escalated")
-	a.str("justification")
-	a.strList("prefix_rule")
-	return mode == "require_escalated"
+	ap := orchestrator.Approval{
+		Escalated:     mode == "require_escalated",
+		Justification: a.str("justification"),
+		Prefix:        a.strList("prefix_rule"),
+	}
+	if a.has("prefix_rule") && len(ap.Prefix) == 0 {
+		a.fail("prefix_rule", "must name at least one word")
+	}
+	return ap
 }
 
 // exec runs a one-shot command, reporting progress and events when the
 // call and the client asked for them.
 func (s *Server) exec(ctx context.Context, c *toolCall, req orchestrator.ExecRequest) (*orchestrator.ExecResult, error) {
 	req.CallID = c.id.String()
+	req.Approver = approver{s}
 	if p := startProgress(ctx, s.conn, c.progress); p != nil {
 		req.Output = p.observe
 		defer p.stop() // before the reply: no progress after the result
@@ -141,7 +136,7 @@ func (s *Server) exec(ctx context.Context, c *toolCall, req orchestrator.ExecReq
 	ev := s.events(ctx, c)
 	if ev != nil {
 		cwd, _ := s.orch.ResolveWorkdir(req.Workdir)
-		req.OnStart = func() { ev.begin(req.Argv, cwd, s.orch) }
+		req.OnStart = func(sandbox string) { ev.begin(req.Argv, cwd, sandbox) }
 		req.Output = both(req.Output, ev.observe)
 	}
 	res, err := s.orch.Exec(ctx, req)
@@ -173,12 +168,12 @@ func execOutput(res *orchestrator.ExecResult) string {
 	return text
 }
 
-func structured(res *orchestrator.ExecResult, out truncated, sandboxed bool) execStructured {
+func structured(res *orchestrator.ExecResult, out truncated) execStructured {
 	st := execStructured{
 		// The whole capture, not the model's cut of it: the telltale line
 		// may be what the cut dropped.
 		SandboxDenied: !res.TimedOut &&
-			sandbox.LooksDenied(sandboxed, res.ExitCode, string(res.Stdout.Data)+string(res.Stderr.Data)),
+			sandbox.LooksDenied(res.Sandboxed, res.ExitCode, string(res.Stdout.Data)+string(res.Stderr.Data)),
 		ExitCode:        res.ExitCode,
 		WallTimeSeconds: math.Round(res.Duration.Seconds()*1000) / 1000,
 		Output:          out.Text,

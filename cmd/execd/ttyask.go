@@ -1,0 +1,56 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/execd/execd/internal/orchestrator"
+)
+
+// ttyApprover asks approvals on the controlling terminal (execd run,
+// SPEC §1); without one, nobody can approve and the answer is no.
+type ttyApprover struct{}
+
+// Approve shows the question on /dev/tty and reads one line.
+func (ttyApprover) Approve(ctx context.Context, q orchestrator.Question) (orchestrator.Answer, error) {
+	tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
+	if err != nil {
+		return orchestrator.Deny, fmt.Errorf("it needs approval and there is no terminal to ask on (%v)", errors.Unwrap(err))
+	}
+	defer tty.Close()
+	// Closing the terminal ends the read when execd is interrupted.
+	stop := context.AfterFunc(ctx, func() { _ = tty.Close() })
+	defer stop()
+	choices := "[o]nce, [s]ession, [d]eny"
+	if q.Prefix != nil {
+		choices = "[o]nce, [s]ession, [p]refix, [d]eny"
+	}
+	fmt.Fprintf(tty, "\n%s\nAllow? %s (default deny): ", q.Message(), choices)
+	line, err := bufio.NewReader(tty).ReadString('\n')
+	if err != nil && line == "" {
+		if ctx.Err() != nil {
+			return orchestrator.Deny, context.Cause(ctx)
+		}
+		return orchestrator.Deny, fmt.Errorf("no answer on the terminal: %w", err)
+	}
+	return ttyAnswer(line, q.Prefix != nil), nil
+}
+
+// ttyAnswer reads a typed answer; anything unclear is a no.
+func ttyAnswer(line string, prefixOffered bool) orchestrator.Answer {
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "o", "once", "y", "yes", "allow_once":
+		return orchestrator.AllowOnce
+	case "s", "session", "allow_session":
+		return orchestrator.AllowSession
+	case "p", "prefix", "allow_prefix":
+		if prefixOffered {
+			return orchestrator.AllowPrefix
+		}
+	}
+	return orchestrator.Deny
+}

@@ -1,0 +1,148 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/execd/execd/internal/orchestrator"
+)
+
+// DefaultApprovalTimeout is approval.timeout's default.
+const DefaultApprovalTimeout = 5 * time.Minute
+
+// errApprovalTimeout ends an approval request nobody answered.
+var errApprovalTimeout = errors.New("approval.timeout passed")
+
+type elicitParams struct {
+	Message         string       `json:"message"`
+	RequestedSchema elicitSchema `json:"requestedSchema"`
+}
+
+type elicitSchema struct {
+	Type       string                    `json:"type"`
+	Properties map[string]elicitProperty `json:"properties"`
+	Required   []string                  `json:"required"`
+}
+
+type elicitProperty struct {
+	Type        string   `json:"type"`
+	Title       string   `json:"title,omitempty"`
+	Description string   `json:"description,omitempty"`
+	Enum        []string `json:"enum"`
+}
+
+type elicitResult struct {
+	Action  string          `json:"action"`
+	Content json.RawMessage `json:"content,omitempty"`
+}
+
+// approver asks the client through elicitation/create (SPEC §3.3). It is
+// the Server's, used by every call of the connection.
+type approver struct{ s *Server }
+
+// Approve sends q to the client and waits for the answer, at most
+// approval.timeout. A client that cannot be asked gets the answer of
+// approval.without_client_support.
+func (a approver) Approve(ctx context.Context, q orchestrator.Question) (orchestrator.Answer, error) {
+	s := a.s
+	if err := s.canElicit(); err != nil {
+		if s.opts.AllowWithoutClientSupport {
+			s.log.Info("approval granted without asking (approval.without_client_support = allow)",
+				zap.String("call_id", q.CallID), zap.NamedError("why", err))
+			return orchestrator.AllowOnce, nil
+		}
+		return orchestrator.Deny, fmt.Errorf("%w, and approval.without_client_support is deny", err)
+	}
+	choices := []string{"allow_once", "allow_session", "deny"}
+	if q.Prefix != nil {
+		choices = []string{"allow_once", "allow_session", "allow_prefix", "deny"}
+	}
+	params := elicitParams{
+		Message: q.Message(),
+		RequestedSchema: elicitSchema{
+			Type: "object",
+			Properties: map[string]elicitProperty{"decision": {
+				Type: "string", Title: "Decision",
+				Description: "allow_once runs it this time; allow_session also allows the same command again on this connection; deny does not run it",
+				Enum:        choices,
+			}},
+			Required: []string{"decision"},
+		},
+	}
+	if q.Prefix != nil {
+		p := params.RequestedSchema.Properties["decision"]
+		p.Description += "; allow_prefix runs it and allows every command starting with the prefix from now on"
+		params.RequestedSchema.Properties["decision"] = p
+	}
+	wait, cancel := context.WithTimeoutCause(ctx, s.opts.ApprovalTimeout, errApprovalTimeout)
+	defer cancel()
+	var res elicitResult
+	err := s.conn.Call(wait, "elicitation/create", params, &res)
+	switch {
+	case err == nil:
+		return answerOf(res, choices)
+	case ctx.Err() != nil:
+		return orchestrator.Deny, context.Cause(ctx)
+	case errors.Is(context.Cause(wait), errApprovalTimeout):
+		return orchestrator.Deny, fmt.Errorf("nobody answered the approval request within %s (approval.timeout)", s.opts.ApprovalTimeout)
+	}
+	return orchestrator.Deny, fmt.Errorf("the approval request failed: %w", err)
+}
+
+// canElicit reports why the client cannot be asked, or nil.
+func (s *Server) canElicit() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.client.Elicitation == nil:
+		return errors.New("it needs approval, but this client did not declare the elicitation capability, so it cannot be asked")
+	case !s.ready:
+		return errors.New("it needs approval, but the client has not sent notifications/initialized yet, so it cannot be asked")
+	}
+	var modes struct {
+		Form *struct{} `json:"form"`
+		URL  *struct{} `json:"url"`
+	}
+	// {} means form only; a client that declares only url has no forms.
+	if json.Unmarshal(s.client.Elicitation, &modes) == nil && modes.Form == nil && modes.URL != nil {
+		return errors.New("it needs approval, but this client declared only URL elicitation, not forms, so it cannot be asked")
+	}
+	return nil
+}
+
+// answerOf reads the client's answer: accept with a decision among
+// choices (accept without content is allow_once), decline, or cancel.
+func answerOf(res elicitResult, choices []string) (orchestrator.Answer, error) {
+	switch res.Action {
+	case "accept":
+	case "decline":
+		return orchestrator.Deny, nil
+	case "cancel":
+		return orchestrator.Deny, errors.New("the user dismissed the approval request")
+	default:
+		return orchestrator.Deny, fmt.Errorf("the approval answer has action %q, not accept, decline or cancel", res.Action)
+	}
+	var content struct {
+		Decision *string `json:"decision"`
+	}
+	if len(res.Content) > 0 && string(res.Content) != "null" {
+		if err := json.Unmarshal(res.Content, &content); err != nil {
+			return orchestrator.Deny, fmt.Errorf("the approval answer's content is not an object with a decision: %v", err)
+		}
+	}
+	if content.Decision == nil {
+		return orchestrator.AllowOnce, nil
+	}
+	for _, c := range choices {
+		if c == *content.Decision {
+			ans, _ := orchestrator.ParseAnswer(c)
+			return ans, nil
+		}
+	}
+	return orchestrator.Deny, fmt.Errorf("the approval answer's decision %q is not one of those offered", *content.Decision)
+}
