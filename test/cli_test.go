@@ -232,4 +232,13 @@ func TestCheckCommand(t *testing.T) {
 			t.Errorf("execd %s: exit %d, stdout %q, stderr %q; want %d, %q, %q", strings.Join(tt.args, " "), r.code, r.stdout, r.stderr, tt.code, tt.stdout, tt.stderr)
 		}
 	}
+	// Without --rules: the configured rules files.
+	r := runCLI(t, "[rules]\nfiles = ["+strconvQuote(rules)+"]\n", "check", "--", "git", "status")
+	if r.code != 0 || r.stdout != `{"matchedRules":[{"prefixRuleMatch":{"matchedPrefix":["git"],"decision":"prompt"}}],"decision":"prompt"}`+"\n" {
+		t.Errorf("check with the configured rules: exit %d, %q, %q", r.code, r.stdout, r.stderr)
+	}
+	r = runCLI(t, "[rules]\nfiles = ["+strconvQuote(bad)+"]\n", "check", "--", "git", "status")
+	if r.code != 1 || !strings.Contains(r.stderr, bad+":2:12: invalid rule") {
+		t.Errorf("check with a bad configured file: exit %d, %q", r.code, r.stderr)
+	}
 }
