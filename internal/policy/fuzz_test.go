@@ -81,3 +81,40 @@ func FuzzRules(f *testing.F) {
 		}
 	})
 }
+
+// FuzzRequire: any script under any policy gets a verdict without panic;
+// only a call to run goes without the sandbox, a refusal says why, and a
+// forbidden rm rule refuses every script in which the parser sees an rm
+// command (plain, behind redirections, in substitutions).
+func FuzzRequire(f *testing.F) {
+	for _, s := range []string{"rm x > /dev/null", "echo $(rm -rf /)", "ls && /bin/rm -f a", "f() { rm a; }; f",
+		"python3 <<'PY'\nimport os\nPY", "cat x | grep y", "rm", "true && sudo rm -rf /"} {
+		f.Add(s, uint8(0), false)
+	}
+	rules := NewRules(&File{Rules: []*Rule{
+		{Pattern: [][]string{{"rm"}}, Decision: Forbidden},
+		{Pattern: [][]string{{"git"}, {"push"}}, Decision: Prompt},
+		{Pattern: [][]string{{"cat"}}, Decision: Allow},
+	}})
+	policies := []ApprovalPolicy{Untrusted, OnFailure, OnRequest, Never}
+	f.Fuzz(func(t *testing.T, script string, p uint8, escalated bool) {
+		req := Request{Argv: bashLc(script), Policy: policies[int(p)%len(policies)], Sandboxed: p&4 == 0, Escalated: escalated}
+		r := Require(rules, req)
+		switch {
+		case r.Outcome < Run || r.Outcome > Refuse:
+			t.Fatalf("%q: outcome %d", script, r.Outcome)
+		case r.Unsandboxed && r.Outcome != Run:
+			t.Fatalf("%q: unsandboxed but %d", script, r.Outcome)
+		case r.Outcome == Refuse && r.Reason == "":
+			t.Fatalf("%q: refused without a reason", script)
+		}
+		if escalated && req.Policy != OnRequest {
+			return // refused before the rules
+		}
+		for _, c := range append(Commands(req.Argv), literalCommands(req.Argv)...) {
+			if len(c) > 0 && (c[0] == "rm" || strings.HasSuffix(c[0], "/rm")) && r.Outcome != Refuse {
+				t.Fatalf("%q: runs rm (%q) with outcome %d", script, c, r.Outcome)
+			}
+		}
+	})
+}

@@ -11,10 +11,12 @@
 //     input), write_stdin "echo $FOO" to an idle bash -i against the same
 //     exchange on a PTY of our own (the floor), and the RSS that 64 idle
 //     sessions add;
+//   - approvals: a call whose rule says prompt, answered at once by the
+//     client, against the same call without a rule (approval.go);
 //   - the sandbox: launch overhead, a sandboxed round trip and the seccomp
 //     filter's cost per system call (sandbox.go).
 //
-// Targets (issues #2, #3 and #4) are printed next to each number.
+// Targets (issues #2 to #5) are printed next to each number.
 package main
 
 import (
@@ -94,6 +96,9 @@ func run(n int) error {
 	if err := sessions(bin, cfg, dir, n); err != nil {
 		return err
 	}
+	if err := approvalLatency(bin, dir, n); err != nil {
+		return err
+	}
 	return sandboxBench(bin, dir, n)
 }
 
@@ -104,9 +109,19 @@ type daemon struct {
 	nextID atomic.Int64
 	mu     sync.Mutex
 	wait   map[int64]chan json.RawMessage
+	// answer, if set, answers execd's requests to the client (an
+	// approval's elicitation/create) with a result.
+	answer func(method string) any
+	wmu    sync.Mutex // serialises writes to stdin
 }
 
 func start(bin, cfg, dir string) (*daemon, error) {
+	return startWith(bin, cfg, dir, map[string]any{}, nil)
+}
+
+// startWith starts execd as a client declaring caps, answering execd's
+// requests with answer.
+func startWith(bin, cfg, dir string, caps map[string]any, answer func(string) any) (*daemon, error) {
 	cmd := exec.Command(bin, "--config", cfg, "--cwd", dir)
 	// An empty HOME: the login shells measured run no dotfiles of ours.
 	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+dir, "HOME="+dir)
@@ -126,14 +141,29 @@ func start(bin, cfg, dir string) (*daemon, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	d := &daemon{cmd: cmd, stdin: stdin, wait: map[int64]chan json.RawMessage{}}
+	d := &daemon{cmd: cmd, stdin: stdin, wait: map[int64]chan json.RawMessage{}, answer: answer}
 	go d.read(stdout)
-	if _, err := d.call("initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{},
+	if _, err := d.call("initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": caps,
 		"clientInfo": map[string]string{"name": "bench", "version": "0"}}); err != nil {
 		return nil, err
 	}
-	_, err = io.WriteString(stdin, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
-	return d, err
+	return d, d.write([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
+}
+
+func (d *daemon) write(line []byte) error {
+	d.wmu.Lock()
+	defer d.wmu.Unlock()
+	_, err := d.stdin.Write(append(line, '\n'))
+	return err
+}
+
+// request answers a request execd sent to the client.
+func (d *daemon) request(method string, id json.RawMessage) {
+	if d.answer == nil {
+		return
+	}
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "result": d.answer(method)})
+	_ = d.write(b)
 }
 
 func (d *daemon) read(r io.Reader) {
@@ -141,16 +171,25 @@ func (d *daemon) read(r io.Reader) {
 	sc.Buffer(nil, 32<<20)
 	for sc.Scan() {
 		var m struct {
-			ID     *int64          `json:"id"`
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
 			Result json.RawMessage `json:"result"`
 			Error  json.RawMessage `json:"error"`
 		}
 		if json.Unmarshal(sc.Bytes(), &m) != nil || m.ID == nil {
 			continue
 		}
+		if m.Method != "" {
+			d.request(m.Method, m.ID)
+			continue
+		}
+		id, err := strconv.ParseInt(string(m.ID), 10, 64)
+		if err != nil {
+			continue
+		}
 		d.mu.Lock()
-		ch := d.wait[*m.ID]
-		delete(d.wait, *m.ID)
+		ch := d.wait[id]
+		delete(d.wait, id)
 		d.mu.Unlock()
 		if ch != nil {
 			if m.Error != nil {
@@ -169,7 +208,7 @@ func (d *daemon) call(method string, params any) (json.RawMessage, error) {
 	d.wait[id] = ch
 	d.mu.Unlock()
 	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-	if _, err := d.stdin.Write(append(b, '\n')); err != nil {
+	if err := d.write(b); err != nil {
 		return nil, err
 	}
 	select {
