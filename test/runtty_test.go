@@ -43,7 +43,7 @@ func TestRunAsksOnTheTerminal(t *testing.T) {
 	for _, tt := range []struct {
 		answer string
 		code   int
-	}{{"o", 0}, {"", 126}, {"no", 126}} {
+	}{{"o", 0}, {"", 126}, {"no", 126}, {"SIGINT", 130}} {
 		t.Run("answer "+tt.answer, func(t *testing.T) {
 			target := filepath.Join(t.TempDir(), "x")
 			cmd, _ := execdCmd(t, touchRules(t))
@@ -65,7 +65,11 @@ func TestRunAsksOnTheTerminal(t *testing.T) {
 					}
 					seen.WriteByte(b)
 					if strings.HasSuffix(seen.String(), "(default deny): ") {
-						_, _ = tty.WriteString(tt.answer + "\n")
+						if tt.answer == "SIGINT" { // interrupted while asking
+							_ = cmd.Process.Signal(syscall.SIGINT)
+						} else {
+							_, _ = tty.WriteString(tt.answer + "\n")
+						}
 					}
 				}
 				screen <- seen.String()

@@ -30,7 +30,7 @@ func runCmd(fs *pflag.FlagSet, argv []string) int {
 		return exitUsage
 	}
 	timeout, _ := fs.GetDuration("timeout")
-	return runOne(fs, cfg, "run", argv, timeout, ttyApprover{})
+	return runOne(fs, cfg, "run", argv, timeout, ttyApprover{timeout: cfg.Approval.Timeout})
 }
 
 // runOne runs argv as configured by cfg, printing its output live, and
@@ -74,6 +74,10 @@ func runOne(fs *pflag.FlagSet, cfg *config, name string, argv []string, timeout 
 	defer cancel(nil)
 	out := &livePrinter{stop: cancel}
 	res, err := orch.Exec(ctx, orchestrator.ExecRequest{Argv: argv, Timeout: timeout, Output: out.write, Approver: ask})
+	if err != nil && sigCtx.Err() != nil { // interrupted while asking
+		err = nil
+		res = &orchestrator.ExecResult{Stopped: context.Cause(ctx)}
+	}
 	code := exitCode(name, res, err, timeout)
 	// Nothing execd started outlives it, background descendants included.
 	sctx, scancel := context.WithTimeout(context.Background(), shutdownLimit)

@@ -7,16 +7,28 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/execd/execd/internal/orchestrator"
 )
 
 // ttyApprover asks approvals on the controlling terminal (execd run,
 // SPEC §1); without one, nobody can approve and the answer is no.
-type ttyApprover struct{}
+type ttyApprover struct {
+	timeout time.Duration // approval.timeout; 0 means none
+}
+
+// errTTYTimeout ends a question nobody answered.
+var errTTYTimeout = errors.New("approval.timeout passed")
 
 // Approve shows the question on /dev/tty and reads one line.
-func (ttyApprover) Approve(ctx context.Context, q orchestrator.Question) (orchestrator.Answer, error) {
+func (a ttyApprover) Approve(ctx context.Context, q orchestrator.Question) (orchestrator.Answer, error) {
+	parent := ctx
+	if a.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, a.timeout, errTTYTimeout)
+		defer cancel()
+	}
 	tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
 	if err != nil {
 		return orchestrator.Deny, fmt.Errorf("it needs approval and there is no terminal to ask on (%v)", errors.Unwrap(err))
@@ -32,8 +44,12 @@ func (ttyApprover) Approve(ctx context.Context, q orchestrator.Question) (orches
 	fmt.Fprintf(tty, "\n%s\nAllow? %s (default deny): ", q.Message(), choices)
 	line, err := bufio.NewReader(tty).ReadString('\n')
 	if err != nil && line == "" {
-		if ctx.Err() != nil {
-			return orchestrator.Deny, context.Cause(ctx)
+		switch {
+		case parent.Err() != nil:
+			return orchestrator.Deny, context.Cause(parent)
+		case ctx.Err() != nil:
+			fmt.Fprintln(os.Stderr)
+			return orchestrator.Deny, fmt.Errorf("nobody answered within %s (approval.timeout)", a.timeout)
 		}
 		return orchestrator.Deny, fmt.Errorf("no answer on the terminal: %w", err)
 	}

@@ -42,6 +42,9 @@ type Question struct {
 	Prefix []string
 	// Retry: the command failed in the sandbox; run it again without?
 	Retry bool
+	// RetryFollows: approving also approves running it again without
+	// the sandbox if the sandbox denies it (on-failure, untrusted).
+	RetryFollows bool
 }
 
 // Message is the question as text for a person (SPEC §3.3): the command,
@@ -53,16 +56,19 @@ func (q Question) Message() string {
 	} else {
 		b.WriteString("Allow this command to run?\n")
 	}
-	fmt.Fprintf(&b, "Command: %s\nDirectory: %s\n", policy.ShellJoin(q.Command), q.Cwd)
+	fmt.Fprintf(&b, "Command: %s\nDirectory: %s\n", policy.ShellJoin(q.Command), oneLine(q.Cwd))
 	if q.Reason != "" {
-		fmt.Fprintf(&b, "Reason: %s\n", q.Reason)
+		fmt.Fprintf(&b, "Reason: %s\n", oneLine(q.Reason))
 	}
 	if q.Justification != "" {
-		fmt.Fprintf(&b, "The model says: %s\n", q.Justification)
+		fmt.Fprintf(&b, "The model says: %s\n", oneLine(q.Justification))
 	}
-	if q.Sandbox == "none" {
+	switch {
+	case q.Sandbox == "none":
 		b.WriteString("Sandbox: none (it runs with your full permissions)\n")
-	} else {
+	case q.RetryFollows:
+		fmt.Fprintf(&b, "Sandbox: %s (if the sandbox denies it, it runs again without the sandbox)\n", q.Sandbox)
+	default:
 		fmt.Fprintf(&b, "Sandbox: %s\n", q.Sandbox)
 	}
 	if q.Prefix != nil {
@@ -82,6 +88,18 @@ const (
 	AllowSession        // this call and the same command again (SPEC §7.5)
 	AllowPrefix         // this call, and the offered prefix from now on
 )
+
+// oneLine keeps text the model or a command controls on its line: each
+// control character (a newline, an escape sequence's ESC) becomes a
+// space, so it cannot forge the lines of a question or drive a terminal.
+func oneLine(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == '\u2028' || r == '\u2029' {
+			return ' '
+		}
+		return r
+	}, s)
+}
 
 var answerNames = [...]string{Deny: "deny", AllowOnce: "allow_once", AllowSession: "allow_session", AllowPrefix: "allow_prefix"}
 
@@ -191,48 +209,72 @@ func (o *Orchestrator) authorize(ctx context.Context, c call) (grant, error) {
 		Argv: c.argv, Policy: a.policy, Sandboxed: o.confines(),
 		Escalated: c.approval.Escalated, Prefix: c.approval.Prefix,
 	})
-	switch r.Outcome {
-	case policy.Refuse:
-		o.decided(c, "none", "refuse", r.Reason)
+	// Only an approval or allow rules lift the sandbox: a known-safe
+	// command asked to escalate runs in it (git status runs hooks and
+	// fsmonitor programs of the repository it reads).
+	g := grant{sandboxed: !c.approval.Escalated}
+	if r.Outcome == policy.Run {
+		g.sandboxed = !r.Unsandboxed
+	}
+	label := o.SandboxLabel(g.sandboxed)
+	switch {
+	case r.Outcome == policy.Refuse:
+		o.decided(c, label, "refuse", r.Reason)
 		return grant{}, &RefusedError{Reason: r.Reason}
-	case policy.Run:
-		g := grant{sandboxed: !r.Unsandboxed && !c.approval.Escalated}
+	case g.sandboxed && o.FailsClosed():
+		// Refused anyway: do not ask for nothing.
+		o.decided(c, string(o.sandbox.Mode), "refuse", o.sandboxErr.Error())
+		return grant{}, o.sandboxErr
+	case r.Outcome == policy.Run:
 		reason := ""
 		if r.Unsandboxed {
 			reason = "allow rules match every command"
 		}
-		o.decided(c, o.SandboxLabel(g.sandboxed), "allow", reason)
+		o.decided(c, label, "allow", reason)
 		return g, nil
-	}
-	g := grant{sandboxed: !c.approval.Escalated, approved: true}
-	if g.sandboxed && o.FailsClosed() {
-		return grant{}, o.sandboxErr // refused anyway: do not ask for nothing
 	}
 	q := Question{
 		CallID: c.id, Command: c.argv, Cwd: c.cwd,
 		Reason: o.askReason(r, c), Justification: c.approval.Justification,
-		Sandbox: o.SandboxLabel(g.sandboxed),
+		Sandbox: label, RetryFollows: g.sandboxed && o.retries(),
 	}
 	if a.amendFile != "" {
 		q.Prefix = r.Amendment
 	}
-	if err := o.ask(ctx, c, q, sessionKey(c, !g.sandboxed)); err != nil {
+	remembered, err := o.ask(ctx, c, q, sessionKey(c, !g.sandboxed))
+	if err != nil {
 		return grant{}, err
 	}
+	// An answer remembered from an earlier question covers the run it
+	// was given for, not a retry without the sandbox (§7.5).
+	g.approved = !remembered
 	return g, nil
 }
 
-// ask asks q unless allow_session already answered it, and acts on the
-// answer. It returns nil when the call may run.
-func (o *Orchestrator) ask(ctx context.Context, c call, q Question, key string) error {
+// retries reports whether a sandbox denial may be retried without the
+// sandbox (SPEC §7.2).
+func (o *Orchestrator) retries() bool {
+	p := o.approvals.policy
+	return !o.approvals.skip && o.Sandboxed() && (p == policy.OnFailure || p == policy.Untrusted)
+}
+
+// ask asks q unless allow_session already answered it (remembered), and
+// acts on the answer. It returns nil when the call may run.
+func (o *Orchestrator) ask(ctx context.Context, c call, q Question, key string) (remembered bool, err error) {
 	a := o.approvals
 	a.mu.Lock()
-	remembered := a.session[key]
+	remembered = a.session[key]
 	a.mu.Unlock()
 	if remembered {
 		o.decided(c, q.Sandbox, "allow_session", "approved earlier in this session")
-		return nil
+		return true, nil
 	}
+	return false, o.askNow(ctx, c, q, key)
+}
+
+// askNow asks q and acts on the answer.
+func (o *Orchestrator) askNow(ctx context.Context, c call, q Question, key string) error {
+	a := o.approvals
 	ans, err := Deny, ErrNoApprover
 	if c.approver != nil {
 		ans, err = c.approver.Approve(ctx, q)
@@ -289,7 +331,7 @@ func (o *Orchestrator) askReason(r policy.Requirement, c call) string {
 	case c.approval.Escalated:
 		return "the model asks to run it outside the sandbox"
 	}
-	for _, cmd := range policy.Commands(c.argv) {
+	for _, cmd := range append(policy.Commands(c.argv), policy.ScriptCommands(c.argv)...) {
 		if policy.Dangerous(cmd) {
 			return fmt.Sprintf("`%s` can destroy data that cannot be recovered", policy.ShellJoin(cmd))
 		}
@@ -301,9 +343,7 @@ func (o *Orchestrator) askReason(r policy.Requirement, c call) string {
 // what looks like a denial runs again without it (SPEC §7.2: on-failure
 // and untrusted ask; a call the user already approved does not ask again).
 func (o *Orchestrator) retryUnsandboxed(ctx context.Context, c call, g grant, exitCode int, output string) bool {
-	p := o.approvals.policy
-	if o.approvals.skip || !g.sandboxed || !o.Sandboxed() || (p != policy.OnFailure && p != policy.Untrusted) ||
-		!sandbox.LooksDenied(true, exitCode, output) || ctx.Err() != nil {
+	if !g.sandboxed || !o.retries() || !sandbox.LooksDenied(true, exitCode, output) || ctx.Err() != nil {
 		return false
 	}
 	if g.approved {
@@ -315,7 +355,7 @@ func (o *Orchestrator) retryUnsandboxed(ctx context.Context, c call, g grant, ex
 		Reason:        "retry without sandbox: " + denialLine(output),
 		Justification: c.approval.Justification, Sandbox: "none",
 	}
-	err := o.ask(ctx, c, q, sessionKey(c, true))
+	_, err := o.ask(ctx, c, q, sessionKey(c, true))
 	if err != nil {
 		o.log.Info("no retry without the sandbox", zap.String("call_id", c.id), zap.Error(err))
 	}
@@ -327,7 +367,7 @@ func (o *Orchestrator) retryUnsandboxed(ctx context.Context, c call, g grant, ex
 func denialLine(output string) string {
 	for line := range strings.Lines(output) {
 		if sandbox.LooksDenied(true, 1, line) {
-			line = strings.TrimSpace(line)
+			line = strings.TrimSpace(oneLine(line))
 			if len(line) > 200 {
 				line = line[:200] + "…"
 			}

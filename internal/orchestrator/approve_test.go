@@ -359,3 +359,66 @@ func TestEscalationRunsUnsandboxedOnceApproved(t *testing.T) {
 		t.Fatalf("questions %+v", qs)
 	}
 }
+
+// newConfined is an orchestrator in workspace-write where only its cwd is
+// writable, or a skip on a kernel without the sandbox.
+func newConfined(t *testing.T, p policy.ApprovalPolicy) *Orchestrator {
+	t.Helper()
+	o := newTest(t, func(opts *Options) {
+		opts.Sandbox = SandboxPolicy{Settings: sandbox.Settings{Mode: sandbox.WorkspaceWrite,
+			ExcludeSlashTmp: true, ExcludeTmpdirEnvVar: true}, FailClosed: true}
+		opts.Policy = p
+	})
+	if !o.Sandboxed() {
+		t.Skipf("no sandbox on this kernel: %s", o.Support().Describe())
+	}
+	return o
+}
+
+// An escalation that needs no question (a known-safe command) does not
+// leave the sandbox: git status runs programs its repository names.
+func TestEscalatedKnownSafeStaysSandboxed(t *testing.T) {
+	o := newConfined(t, policy.OnRequest)
+	ask := &scripted{}
+	res, err := o.Exec(t.Context(), ExecRequest{Argv: []string{"ls"}, Approver: ask, Approval: Approval{Escalated: true}})
+	if err != nil || !res.Sandboxed || len(ask.questions()) != 0 {
+		t.Fatalf("result %+v, %v, questions %+v; want it run in the sandbox without asking", res, err, ask.questions())
+	}
+}
+
+// allow_session given to a sandboxed run does not cover the rerun
+// without the sandbox: that asks its own question (SPEC §7.5).
+func TestSessionApprovalDoesNotCoverTheRetry(t *testing.T) {
+	o := newConfined(t, policy.Untrusted)
+	target := filepath.Join(t.TempDir(), "out")
+	argv := []string{"sh", "-c", "echo x > " + target}
+	ask := &scripted{answers: []Answer{AllowSession, Deny}}
+	for i, want := range []bool{true, false} {
+		_ = os.Remove(target)
+		if _, err := o.Exec(t.Context(), ExecRequest{Argv: argv, Approver: ask}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(target); (err == nil) != want {
+			t.Fatalf("call %d: written %v, want %v", i, err == nil, want)
+		}
+	}
+	qs := ask.questions()
+	if len(qs) != 2 || qs[0].Retry || !qs[0].RetryFollows || !qs[1].Retry {
+		t.Fatalf("questions %+v; want the call's (saying a retry follows), then the retry's", qs)
+	}
+	if !strings.Contains(qs[0].Message(), "if the sandbox denies it, it runs again without the sandbox") {
+		t.Fatalf("message %q does not say approving covers a rerun without the sandbox", qs[0].Message())
+	}
+}
+
+func TestQuestionLinesCannotBeForged(t *testing.T) {
+	q := Question{Command: []string{"rm", "-rf", "a\nb"}, Cwd: "/w\nSandbox: none", Reason: "r\x1b[2J",
+		Justification: "fine\nSandbox: workspace-write", Sandbox: "none"}
+	lines := strings.Split(q.Message(), "\n")
+	if len(lines) != 6 || strings.Count(q.Message(), "Sandbox:") != 3 || strings.ContainsRune(q.Message(), 0x1b) {
+		t.Fatalf("message %q: %d lines; want 6, with the model's text kept on its own lines and no escape", q.Message(), len(lines))
+	}
+	if lines[5] != "Sandbox: none (it runs with your full permissions)" {
+		t.Fatalf("last line %q", lines[5])
+	}
+}

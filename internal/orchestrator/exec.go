@@ -40,6 +40,10 @@ type ExecRequest struct {
 	// OnStart, if set, is called once the process has started, before any
 	// of its output is seen, with what confines it (SandboxLabel).
 	OnStart func(sandbox string)
+	// OnExit, if set, is called with the result of each process that
+	// started, once it is complete (a retry without the sandbox is a
+	// second process).
+	OnExit func(*ExecResult)
 	// Approval is what the model asked for; Approver asks the user when
 	// the policy says so (nil: nobody can be asked, so such calls are
 	// denied).
@@ -134,6 +138,9 @@ func (o *Orchestrator) execOnce(ctx context.Context, req ExecRequest, c call, sa
 	log.Info("command finished", zap.Int("exit_code", res.ExitCode), zap.Duration("duration", res.Duration),
 		zap.Bool("timed_out", res.TimedOut), zap.NamedError("stopped", res.Stopped))
 	o.finished(c, label, res.ExitCode, res.Duration)
+	if req.OnExit != nil {
+		req.OnExit(res)
+	}
 	return res, nil
 }
 

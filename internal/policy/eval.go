@@ -19,6 +19,21 @@ func NewRules(files ...*File) *Rules {
 	return rs
 }
 
+// strict reports whether any rule forbids or asks.
+func (rs *Rules) strict() bool {
+	if rs == nil {
+		return false
+	}
+	rs.mu.RLock()
+	defer rs.mu.RUnlock()
+	for _, r := range rs.rules {
+		if r.Decision >= Prompt {
+			return true
+		}
+	}
+	return false
+}
+
 // Add puts r in force.
 func (rs *Rules) Add(r *Rule) {
 	rs.mu.Lock()

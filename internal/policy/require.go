@@ -2,6 +2,8 @@ package policy
 
 import (
 	"fmt"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -100,8 +102,9 @@ func Require(rs *Rules, req Request) Requirement {
 // allow rules do not count, so they only make a call stricter.
 func (rs *Rules) stricter(ev Evaluation, req Request, cmds [][]string) Evaluation {
 	var inner [][]string
+	opaque := false
 	if _, plain := PlainCommands(req.Argv); !plain {
-		inner = literalCommands(req.Argv)
+		inner, opaque = literalCommands(req.Argv)
 	}
 	var named [][]string
 	for _, c := range append(slices.Clone(cmds), inner...) {
@@ -134,8 +137,27 @@ func (rs *Rules) stricter(ev Evaluation, req Request, cmds [][]string) Evaluatio
 			}
 		}
 	}
+	// A script the parser cannot read as the shell will may hide what
+	// the rules refuse or ask for, or a dangerous command. When no rule
+	// matched the call itself, it asks if there are rules that refuse or
+	// ask, or if it mentions rm.
+	if opaque && !ruled {
+		d := Decision(0)
+		switch script, _ := shellScript(req.Argv); {
+		case rs.strict():
+			d = Prompt
+		case mentionsRm.MatchString(script):
+			d = fallback(req, []string{"rm", "-rf"}, false)
+		}
+		if d >= Prompt {
+			add(Match{Command: req.Argv, Decision: d, Heuristic: true})
+		}
+	}
 	return ev
 }
+
+// mentionsRm finds rm as a word, the dangerous command of §7.4.
+var mentionsRm = regexp.MustCompile(`(^|[^\w.-])rm([^\w.-]|$)`)
 
 // fallback is the built-in knowledge's verdict on a command no rule
 // matches. A command fed by a heredoc is never known-safe: its output may
@@ -223,9 +245,49 @@ var overBroad = [][]string{
 }
 
 // OverBroad reports whether a proposed prefix would allow too much to be
-// offered (SPEC §7.2).
+// offered (SPEC §7.2): one of overBroad, with the program named by any
+// path and any version (/usr/bin/python3.12 -c), or a program of that
+// list followed by options only (bash --norc -lc, git -C dir, env A=1).
 func OverBroad(prefix []string) bool {
-	return slices.ContainsFunc(overBroad, func(b []string) bool { return slices.Equal(b, prefix) })
+	if len(prefix) == 0 {
+		return true
+	}
+	name := runnerName(prefix[0])
+	if name == "git" && !gitNamesSubcommand(prefix[1:]) {
+		return true
+	}
+	for _, b := range overBroad {
+		if runnerName(b[0]) != name {
+			continue
+		}
+		if slices.Equal(b[1:], prefix[1:]) || !slices.ContainsFunc(prefix[1:], func(w string) bool {
+			return !strings.HasPrefix(w, "-") && !strings.HasPrefix(w, "+") && !strings.Contains(w, "=")
+		}) {
+			return true
+		}
+	}
+	return false
+}
+
+// gitNamesSubcommand reports whether git's arguments reach a subcommand
+// past the global options, some of which take a value (git -C dir).
+func gitNamesSubcommand(args []string) bool {
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "-C" || a == "-c" || a == "--git-dir" || a == "--work-tree" || a == "--namespace" || a == "--exec-path":
+			i++
+		case strings.HasPrefix(a, "-"):
+		default:
+			return true
+		}
+	}
+	return false
+}
+
+// runnerName is a program's base name without a version suffix:
+// /usr/bin/python3.12 and python3 are both python.
+func runnerName(p string) string {
+	return strings.TrimRight(filepath.Base(p), "0123456789.")
 }
 
 func forbiddenReason(argv []string, ev Evaluation) string {

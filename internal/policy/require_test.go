@@ -126,6 +126,27 @@ func TestRequire(t *testing.T) {
 		{"an allow rule for the whole script answers its dangerous command", "prefix_rule(pattern=[\"bash\", \"-lc\", \"rm -rf build > /dev/null\"], decision=\"allow\")",
 			Request{Argv: bashLc("rm -rf build > /dev/null"), Policy: OnRequest, Sandboxed: true},
 			Requirement{Outcome: Run, Unsandboxed: true}},
+		{"a shell named by a path outside the system directories is not looked into", `prefix_rule(pattern=["cargo"], decision="allow")`,
+			Request{Argv: []string{"./bash", "-c", "cargo build"}, Policy: OnRequest, Sandboxed: true},
+			Requirement{Outcome: Run, Amendment: []string{"./bash", "-c", "cargo build"}}},
+		{"a continued comment hides a command from the parser: ask", `prefix_rule(pattern=["rm"], decision="forbidden")`,
+			Request{Argv: bashLc("true #\\\nrm -f precious"), Policy: OnRequest, Sandboxed: true},
+			Requirement{Outcome: Ask, Amendment: bashLc("true #\\\nrm -f precious")}},
+		{"a script that does not parse may still run rm: ask", "",
+			Request{Argv: bashLc("rm -rf build; if"), Policy: OnRequest, Sandboxed: true},
+			Requirement{Outcome: Ask, Amendment: bashLc("rm -rf build; if")}},
+		{"an opaque script under never with rules that ask", `prefix_rule(pattern=["rm"], decision="prompt")`,
+			Request{Argv: bashLc("x #\\\nrm y"), Policy: Never},
+			Requirement{Outcome: Refuse, Reason: NeverConflict}},
+		{"a continued line without rm and without strict rules runs", "",
+			Request{Argv: bashLc("docker run \\\n  -v a:b img"), Policy: OnRequest, Sandboxed: true},
+			Requirement{Outcome: Run, Amendment: bashLc("docker run \\\n  -v a:b img")}},
+		{"bash -c SCRIPT ARG0 is looked into", `prefix_rule(pattern=["rm"], decision="forbidden")`,
+			Request{Argv: []string{"bash", "-c", "rm -rf build", "x"}, Policy: OnRequest, Sandboxed: true},
+			Requirement{Outcome: Refuse, Reason: "`bash -c 'rm -rf build' x` rejected: policy forbids commands starting with `rm`"}},
+		{"bash -ec and --norc -c are looked into", `prefix_rule(pattern=["rm"], decision="forbidden")`,
+			Request{Argv: []string{"/bin/bash", "--norc", "-ec", "rm x"}, Policy: OnRequest, Sandboxed: true},
+			Requirement{Outcome: Refuse, Reason: "`/bin/bash --norc -ec 'rm x'` rejected: policy forbids commands starting with `rm`"}},
 		{"dangerous inside a script under never, sandboxed", "",
 			Request{Argv: bashLc("rm -rf build > /dev/null"), Policy: Never, Sandboxed: true},
 			Requirement{Outcome: Refuse, Reason: NeverConflict}},
@@ -140,12 +161,15 @@ func TestRequire(t *testing.T) {
 }
 
 func TestOverBroad(t *testing.T) {
-	for _, p := range [][]string{words("bash"), words("sh -c"), words("python3 -c"), words("git"), words("sudo"), words("env"), words("bash -lc")} {
+	for _, p := range [][]string{words("bash"), words("sh -c"), words("python3 -c"), words("git"), words("sudo"), words("env"), words("bash -lc"),
+		words("/bin/bash -lc"), words("/usr/bin/python3.12 -c"), words("bash --norc -lc"), words("git -C dir"), words("env A=1"),
+		words("python3 -u -c"), words("node18 -e"), words("/usr/local/bin/sudo -n"), {}} {
 		if !OverBroad(p) {
 			t.Errorf("OverBroad(%q) = false", p)
 		}
 	}
-	for _, p := range [][]string{words("git status"), words("python3 -m pip"), words("cargo build"), words("npm test")} {
+	for _, p := range [][]string{words("git status"), words("python3 -m pip"), words("cargo build"), words("npm test"),
+		{"/bin/bash", "-lc", "cargo build"}, words("git -C dir status")} {
 		if OverBroad(p) {
 			t.Errorf("OverBroad(%q) = true", p)
 		}

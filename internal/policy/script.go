@@ -92,12 +92,7 @@ func HeredocCommand(argv []string) ([]string, bool) {
 // parseShellScript parses the script of [bash|zsh|sh, -c|-lc, script]
 // as bash. An empty script stands for nothing plain.
 func parseShellScript(argv []string) (*syntax.File, bool) {
-	if len(argv) != 3 || (argv[1] != "-c" && argv[1] != "-lc") {
-		return nil, false
-	}
-	switch filepath.Base(argv[0]) {
-	case "bash", "zsh", "sh":
-	default:
+	if len(argv) != 3 || (argv[1] != "-c" && argv[1] != "-lc") || !isShell(argv[0]) {
 		return nil, false
 	}
 	if !parsedAlike(argv[2]) {
@@ -108,6 +103,18 @@ func parseShellScript(argv []string) (*syntax.File, bool) {
 		return nil, false
 	}
 	return f, true
+}
+
+// isShell reports whether argv0 names bash, zsh or sh that the policy
+// may look into: by bare name or in a system directory. A program of that
+// name elsewhere (./bash, written by the model) runs whatever it likes,
+// so its script stands for nothing.
+func isShell(argv0 string) bool {
+	switch programName(argv0) {
+	case "bash", "zsh", "sh":
+		return true
+	}
+	return false
 }
 
 // parsedAlike reports whether a script is free of what makes mvdan's
@@ -283,26 +290,24 @@ func identifier(s string) bool {
 	return s != ""
 }
 
-// literalCommands returns, for a shell wrapper whose script is not plain,
-// the leading literal words of every simple command anywhere in it: in
-// pipelines with redirections, subshells, substitutions, conditions,
-// loops and functions (not inside heredoc bodies or eval'd strings). The
-// rules see these only to refuse or ask: a command partly hidden behind
-// expansions can never be allowed by them (SPEC §7.1).
-func literalCommands(argv []string) [][]string {
-	if len(argv) != 3 || (argv[1] != "-c" && argv[1] != "-lc") {
-		return nil
+// literalCommands returns, for a call that runs a shell script and is
+// not plain, the leading literal words of every simple command anywhere
+// in the script: in pipelines with redirections, subshells,
+// substitutions, conditions, loops and functions (not inside heredoc
+// bodies or eval'd strings). opaque reports a script the parser cannot
+// be trusted to read as the shell will (SPEC §7.1: it does not parse, or
+// parses differently): the shell may run commands the list lacks. The
+// rules see these only to refuse or ask; a command partly hidden behind
+// expansions can never be allowed by them.
+func literalCommands(argv []string) (cmds [][]string, opaque bool) {
+	script, ok := shellScript(argv)
+	if !ok {
+		return nil, false
 	}
-	switch filepath.Base(argv[0]) {
-	case "bash", "zsh", "sh":
-	default:
-		return nil
-	}
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(argv[2]), "")
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(script), "")
 	if err != nil {
-		return nil
+		return nil, true
 	}
-	var out [][]string
 	syntax.Walk(f, func(n syntax.Node) bool {
 		c, ok := n.(*syntax.CallExpr)
 		if !ok {
@@ -317,11 +322,43 @@ func literalCommands(argv []string) [][]string {
 			words = append(words, s)
 		}
 		if len(words) > 0 {
-			out = append(out, words)
+			cmds = append(cmds, words)
 		}
 		return true
 	})
-	return out
+	return cmds, !parsedAlike(script)
+}
+
+// shellScript returns the script of any shell call with -c in a cluster
+// of short options (bash -c, -lc, -ec, bash --norc -c S, bash -c S ARG0),
+// for the strict look inside; the plain split (parseShellScript) takes
+// only [shell, -c|-lc, script].
+func shellScript(argv []string) (string, bool) {
+	if len(argv) < 3 {
+		return "", false
+	}
+	name := programName(argv[0])
+	switch name {
+	case "bash", "zsh", "sh", "dash", "ksh", "mksh", "yash", "busybox":
+	default:
+		return "", false
+	}
+	for i := 1; i < len(argv)-1; i++ {
+		a := argv[i]
+		switch {
+		case strings.HasPrefix(a, "--"):
+			continue
+		case strings.HasPrefix(a, "-") || strings.HasPrefix(a, "+"):
+			if strings.ContainsRune(a[1:], 'c') {
+				return argv[i+1], true
+			}
+		case name == "busybox" && i == 1 && (a == "sh" || a == "ash"):
+			continue
+		default:
+			return "", false // a script file: nothing to look into
+		}
+	}
+	return "", false
 }
 
 // bareName returns cmd with its program named by base name, when it is
@@ -335,4 +372,12 @@ func bareName(cmd []string) ([]string, bool) {
 		return nil, false
 	}
 	return append([]string{base}, cmd[1:]...), true
+}
+
+// ScriptCommands returns the commands the parser sees anywhere in a shell
+// call's script (see literalCommands), for messages: which command made
+// a call dangerous.
+func ScriptCommands(argv []string) [][]string {
+	cmds, _ := literalCommands(argv)
+	return cmds
 }

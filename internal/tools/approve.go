@@ -127,22 +127,34 @@ func answerOf(res elicitResult, choices []string) (orchestrator.Answer, error) {
 	default:
 		return orchestrator.Deny, fmt.Errorf("the approval answer has action %q, not accept, decline or cancel", res.Action)
 	}
-	var content struct {
-		Decision *string `json:"decision"`
+	if len(res.Content) == 0 || string(res.Content) == "null" {
+		return orchestrator.AllowOnce, nil // accept without content (SPEC §3.3)
 	}
-	if len(res.Content) > 0 && string(res.Content) != "null" {
-		if err := json.Unmarshal(res.Content, &content); err != nil {
-			return orchestrator.Deny, fmt.Errorf("the approval answer's content is not an object with a decision: %v", err)
-		}
+	var content map[string]json.RawMessage
+	if err := json.Unmarshal(res.Content, &content); err != nil {
+		return orchestrator.Deny, fmt.Errorf("the approval answer's content is not an object: %s", truncateForError(res.Content))
 	}
-	if content.Decision == nil {
-		return orchestrator.AllowOnce, nil
+	raw, ok := content["decision"]
+	if !ok || string(raw) == "null" {
+		return orchestrator.Deny, errors.New("the approval answer has content but no decision")
+	}
+	var decision string
+	if err := json.Unmarshal(raw, &decision); err != nil {
+		return orchestrator.Deny, fmt.Errorf("the approval answer's decision is not a string: %s", truncateForError(raw))
 	}
 	for _, c := range choices {
-		if c == *content.Decision {
+		if c == decision {
 			ans, _ := orchestrator.ParseAnswer(c)
 			return ans, nil
 		}
 	}
-	return orchestrator.Deny, fmt.Errorf("the approval answer's decision %q is not one of those offered", *content.Decision)
+	return orchestrator.Deny, fmt.Errorf("the approval answer's decision %q is not one of those offered", decision)
+}
+
+// truncateForError shows at most 100 bytes of a client's value.
+func truncateForError(b []byte) string {
+	if len(b) > 100 {
+		return string(b[:100]) + "…"
+	}
+	return string(b)
 }

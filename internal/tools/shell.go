@@ -137,13 +137,10 @@ func (s *Server) exec(ctx context.Context, c *toolCall, req orchestrator.ExecReq
 	if ev != nil {
 		cwd, _ := s.orch.ResolveWorkdir(req.Workdir)
 		req.OnStart = func(sandbox string) { ev.begin(req.Argv, cwd, sandbox) }
+		req.OnExit = func(res *orchestrator.ExecResult) { ev.end(res.ExitCode, res.Duration, res.TimedOut) }
 		req.Output = both(req.Output, ev.observe)
 	}
-	res, err := s.orch.Exec(ctx, req)
-	if ev != nil && err == nil {
-		ev.end(res.ExitCode, res.Duration, res.TimedOut)
-	}
-	return res, err
+	return s.orch.Exec(ctx, req)
 }
 
 // both calls a then b; either may be nil.
