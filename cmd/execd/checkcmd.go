@@ -35,13 +35,12 @@ func checkCmd(fs *pflag.FlagSet, argv []string) int {
 		files = rulesFiles(cfg)
 	}
 	var loaded []*policy.File
-	for _, f := range files {
-		pf, err := policy.LoadFile(f)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "execd check: %v\n", err)
+	for _, l := range loadRules(files) {
+		if l.err != nil {
+			fmt.Fprintf(os.Stderr, "execd check: %v\n", l.err)
 			return 1
 		}
-		loaded = append(loaded, pf)
+		loaded = append(loaded, l.file)
 	}
 	res := policy.NewRules(loaded...).CheckArgv(argv)
 	enc := json.NewEncoder(os.Stdout)

@@ -31,17 +31,16 @@ type execPolicy struct {
 func loadPolicy(cfg *config, log *zap.Logger) (*execPolicy, error) {
 	p := &execPolicy{}
 	var files []*policy.File
-	for _, path := range rulesFiles(cfg) {
-		f, err := policy.LoadFile(path)
-		if err != nil {
-			p.failed = append(p.failed, err)
+	for _, l := range loadRules(rulesFiles(cfg)) {
+		if l.err != nil {
+			p.failed = append(p.failed, l.err)
 			continue
 		}
-		files = append(files, f)
-		p.loaded = append(p.loaded, path)
-		if n := len(f.Network) + len(f.HostExecutables); n > 0 {
+		files = append(files, l.file)
+		p.loaded = append(p.loaded, l.path)
+		if n := len(l.file.Network) + len(l.file.HostExecutables); n > 0 {
 			log.Info("rules file: network_rule and host_executable are parsed but not enforced",
-				zap.String("file", path), zap.Int("count", n))
+				zap.String("file", l.path), zap.Int("count", n))
 		}
 	}
 	p.rules = policy.NewRules(files...)
@@ -55,6 +54,24 @@ func loadPolicy(cfg *config, log *zap.Logger) (*execPolicy, error) {
 		p.audit = a
 	}
 	return p, nil
+}
+
+// rulesLoad is one rules file read: its rules, or why they are not used.
+type rulesLoad struct {
+	path string
+	file *policy.File
+	err  error // FILE:LINE:COL: invalid rule: …, or why it cannot be read
+}
+
+// loadRules reads the rules files at paths, in order. serve, run, check
+// and doctor all read them here.
+func loadRules(paths []string) []rulesLoad {
+	loads := make([]rulesLoad, len(paths))
+	for i, p := range paths {
+		f, err := policy.LoadFile(p)
+		loads[i] = rulesLoad{path: p, file: f, err: err}
+	}
+	return loads
 }
 
 // rulesFiles lists the rules files of cfg, each once: rules.files, then

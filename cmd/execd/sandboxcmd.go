@@ -15,7 +15,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/execd/execd/internal/orchestrator"
-	"github.com/execd/execd/internal/policy"
 	"github.com/execd/execd/internal/reaper"
 	"github.com/execd/execd/internal/sandbox"
 )
@@ -156,13 +155,12 @@ func (d *doctor) rules() {
 	if len(files) == 0 {
 		d.line("rules files", "none (rules.files is empty and %s has no *.rules)", orNone(rulesDir()))
 	}
-	for _, f := range files {
-		pf, err := policy.LoadFile(f)
-		if err != nil {
-			d.line("rules file", "NOT USED: %v", err)
+	for _, l := range loadRules(files) {
+		if l.err != nil {
+			d.line("rules file", "NOT USED: %v", l.err)
 			continue
 		}
-		d.line("rules file", "%s: %d prefix rules", f, len(pf.Rules))
+		d.line("rules file", "%s: %d prefix rules", l.path, len(l.file.Rules))
 	}
 	d.line("amend file", "%s", orNone(d.cfg.Rules.AmendFile))
 	d.line("audit file", "%s", orNone(d.cfg.AuditPath))

@@ -67,9 +67,10 @@ func Require(rs *Rules, req Request) Requirement {
 		return Requirement{Outcome: Refuse, Reason: fmt.Sprintf(
 			"sandbox_permissions require_escalated is only honoured under approval_policy on-request (this is %s): run without it", req.Policy)}
 	}
-	cmds, heredoc := commandsOf(req.Argv)
+	cmds, form := commandsOf(req.Argv)
+	heredoc := form == heredocForm
 	ev := rs.Evaluate(cmds, func(c []string) Decision { return fallback(req, c, heredoc) })
-	ev = rs.stricter(ev, req, cmds)
+	ev = rs.stricter(ev, req, cmds, form)
 	switch ev.Decision {
 	case Forbidden:
 		return Requirement{Outcome: Refuse, Reason: forbiddenReason(req.Argv, ev)}
@@ -100,10 +101,10 @@ func Require(rs *Rules, req Request) Requirement {
 // knowledge of dangerous commands for inner commands when no rule matched
 // the call itself (an allow rule for the whole script answers it); their
 // allow rules do not count, so they only make a call stricter.
-func (rs *Rules) stricter(ev Evaluation, req Request, cmds [][]string) Evaluation {
+func (rs *Rules) stricter(ev Evaluation, req Request, cmds [][]string, f form) Evaluation {
 	var inner [][]string
 	opaque := false
-	if _, plain := PlainCommands(req.Argv); !plain {
+	if f != plainForm {
 		inner, opaque = literalCommands(req.Argv)
 	}
 	var named [][]string

@@ -16,17 +16,27 @@ func Commands(argv []string) [][]string {
 	return cmds
 }
 
-// commandsOf is Commands, also reporting whether the call is the heredoc
-// form: no prefix is offered for it, since allowing "python3" would allow
-// every script, and its command is never known-safe.
-func commandsOf(argv []string) ([][]string, bool) {
+// form is how a call's argv stands for its commands (SPEC §7.1).
+type form int
+
+const (
+	wholeForm   form = iota // the argv itself
+	plainForm               // a plain script's commands
+	heredocForm             // the one command of a script that feeds it a heredoc
+)
+
+// commandsOf is Commands, also reporting the form: no prefix is offered
+// for the heredoc form, since allowing "python3" would allow every
+// script, and its command is never known-safe; the rules look inside a
+// script that is not plain (stricter).
+func commandsOf(argv []string) ([][]string, form) {
 	if cmds, ok := PlainCommands(argv); ok {
-		return cmds, false
+		return cmds, plainForm
 	}
 	if cmd, ok := HeredocCommand(argv); ok {
-		return [][]string{cmd}, true
+		return [][]string{cmd}, heredocForm
 	}
-	return [][]string{argv}, false
+	return [][]string{argv}, wholeForm
 }
 
 // PlainCommands reports whether argv is [bash|zsh|sh, -c|-lc, script]

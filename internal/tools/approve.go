@@ -59,25 +59,20 @@ func (a approver) Approve(ctx context.Context, q orchestrator.Question) (orchest
 		return orchestrator.Deny, fmt.Errorf("%w, and approval.without_client_support is deny", err)
 	}
 	choices := []string{"allow_once", "allow_session", "deny"}
+	explain := "allow_once runs it this time; allow_session also allows the same command again on this connection; deny does not run it"
 	if q.Prefix != nil {
 		choices = []string{"allow_once", "allow_session", "allow_prefix", "deny"}
+		explain += "; allow_prefix runs it and allows every command starting with the prefix from now on"
 	}
 	params := elicitParams{
 		Message: q.Message(),
 		RequestedSchema: elicitSchema{
 			Type: "object",
 			Properties: map[string]elicitProperty{"decision": {
-				Type: "string", Title: "Decision",
-				Description: "allow_once runs it this time; allow_session also allows the same command again on this connection; deny does not run it",
-				Enum:        choices,
+				Type: "string", Title: "Decision", Description: explain, Enum: choices,
 			}},
 			Required: []string{"decision"},
 		},
-	}
-	if q.Prefix != nil {
-		p := params.RequestedSchema.Properties["decision"]
-		p.Description += "; allow_prefix runs it and allows every command starting with the prefix from now on"
-		params.RequestedSchema.Properties["decision"] = p
 	}
 	wait, cancel := context.WithTimeoutCause(ctx, s.opts.ApprovalTimeout, errApprovalTimeout)
 	defer cancel()
