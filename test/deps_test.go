@@ -20,6 +20,7 @@ var allowedInternal = map[string][]string{
 	"procstore": nil,        // the session table and output buffers
 	"policy":    nil,        // what commands stand for and which may run unasked
 	"audit":     nil,        // appends the audit trail
+	"patch":     nil,        // parses and applies patches; knows no approvals
 	"ptyio":     {"procfs"}, // terminals, and whether one waits for input
 	"proctest":  {"procfs"}, // test helper: finds processes by marker
 	// test helper: runs a test binary under the process's one Reaper
