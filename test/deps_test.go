@@ -26,12 +26,14 @@ var allowedInternal = map[string][]string{
 	// test helper: runs a test binary under the process's one Reaper
 	"reaper/reapertest": {"reaper"},
 	// orchestrator runs commands through the leaves, deciding with policy
-	// whether they may run and recording that in audit; it never speaks
-	// MCP (it declares the Approver that tools implements).
-	"orchestrator": {"reaper", "sandbox", "procstore", "ptyio", "policy", "audit"},
+	// whether they may run and recording that in audit, and applies
+	// patches once approved; it never speaks MCP (it declares the
+	// Approver that tools implements).
+	"orchestrator": {"reaper", "sandbox", "procstore", "ptyio", "policy", "audit", "patch"},
 	// tools speaks MCP; it uses sandbox for its error and mode types and
-	// the denial guess, policy for shell-quoting commands.
-	"tools": {"rpc", "orchestrator", "sandbox", "procstore", "policy"},
+	// the denial guess, policy for shell-quoting commands, patch to find
+	// patches in shell calls and word their results.
+	"tools": {"rpc", "orchestrator", "sandbox", "procstore", "policy", "patch"},
 }
 
 // onlyInCmd are third-party packages reserved to cmd/execd (STYLE §7):

@@ -25,9 +25,6 @@ type command struct {
 	flags func(*pflag.FlagSet)
 	// run runs the command with its parsed flags and positional arguments.
 	run func(fs *pflag.FlagSet, args []string) int
-	// issue, if set, is the issue that builds the command; until then it
-	// only says so.
-	issue int
 }
 
 func commands() []command {
@@ -40,7 +37,7 @@ func commands() []command {
 			}, run: runCmd},
 		{name: "check", args: "[--rules FILE]... [--pretty] -- CMD...", summary: "print the rules verdict for an argv",
 			flags: checkFlags, run: checkCmd},
-		{name: "apply-patch", args: "[--cwd DIR] [PATCH]", summary: "apply a patch", issue: 6},
+		{name: "apply-patch", args: "[--cwd DIR] [PATCH]", summary: "apply a patch from the argument or stdin", run: applyPatchCmd},
 		{name: "sandbox", args: "[--mode M] [--network] [--writable DIR]... -- CMD...", summary: "run a command under the sandbox only",
 			flags: sandboxFlags, run: sandboxCmd},
 		{name: "doctor", summary: "report what this host supports", run: doctorCmd},
@@ -83,9 +80,6 @@ func (c command) dispatch(args []string) int {
 	case err != nil:
 		fmt.Fprintf(os.Stderr, "execd %s: %v (run execd %s -h for usage)\n", c.name, err, c.name)
 		return exitUsage
-	case c.issue != 0:
-		fmt.Fprintf(os.Stderr, "execd %s: not implemented in this build yet (issue #%d)\n", c.name, c.issue)
-		return exitUsage
 	}
 	return c.run(fs, fs.Args())
 }
@@ -107,11 +101,7 @@ func (c command) usage(w io.Writer, fs *pflag.FlagSet) {
 func usage(w io.Writer) {
 	fmt.Fprintf(w, "execd runs shell commands for AI agents: an MCP server on stdin/stdout.\n\nUsage: execd [command] [flags]\n\nCommands:\n")
 	for _, c := range commands() {
-		note := ""
-		if c.issue != 0 {
-			note = " (not implemented yet)"
-		}
-		fmt.Fprintf(w, "  %-12s %s%s\n", c.name, c.summary, note)
+		fmt.Fprintf(w, "  %-12s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintf(w, "\nCommon flags: --config FILE, --cwd DIR, --sandbox MODE, --approval POLICY, --log-level LEVEL, -h.\nRun execd COMMAND -h for a command's flags.\n")
 }

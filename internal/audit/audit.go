@@ -21,6 +21,7 @@ import (
 const (
 	KindDecision = "decision"
 	KindExec     = "exec"
+	KindPatch    = "patch" // an applied patch; its command is apply_patch and the real paths
 )
 
 // Entry is one line of the audit file. Decision entries leave ExitCode

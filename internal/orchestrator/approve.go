@@ -45,11 +45,17 @@ type Question struct {
 	// RetryFollows: approving also approves running it again without
 	// the sandbox if the sandbox denies it (on-failure, untrusted).
 	RetryFollows bool
+	// Files, for a patch (Command is then apply_patch): the real paths
+	// it writes or removes. execd writes them itself, unconfined.
+	Files []string
 }
 
 // Message is the question as text for a person (SPEC §3.3): the command,
 // where it runs, why it is asked and what it would run under.
 func (q Question) Message() string {
+	if q.Files != nil {
+		return q.patchMessage()
+	}
 	var b strings.Builder
 	if q.Retry {
 		b.WriteString("This command failed in the sandbox. Run it again WITHOUT the sandbox?\n")
@@ -76,6 +82,24 @@ func (q Question) Message() string {
 			policy.ShellJoin(q.Prefix))
 	}
 	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// patchMessage is the question of a patch (SPEC §7.6).
+func (q Question) patchMessage() string {
+	var b strings.Builder
+	b.WriteString("Allow this patch to be applied?\nFiles:\n")
+	for _, f := range q.Files {
+		fmt.Fprintf(&b, "  %s\n", oneLine(f))
+	}
+	fmt.Fprintf(&b, "Directory: %s\n", oneLine(q.Cwd))
+	if q.Reason != "" {
+		fmt.Fprintf(&b, "Reason: %s\n", oneLine(q.Reason))
+	}
+	if q.Justification != "" {
+		fmt.Fprintf(&b, "The model says: %s\n", oneLine(q.Justification))
+	}
+	b.WriteString("execd writes these files itself, with your permissions (no sandbox).")
+	return b.String()
 }
 
 // Answer is the user's decision (SPEC §3.3).
@@ -272,8 +296,8 @@ func (o *Orchestrator) ask(ctx context.Context, c call, q Question, key string) 
 	return false, o.askNow(ctx, c, q, key)
 }
 
-// askNow asks q and acts on the answer.
-func (o *Orchestrator) askNow(ctx context.Context, c call, q Question, key string) error {
+// askNow asks q and acts on the answer; allow_session remembers keys.
+func (o *Orchestrator) askNow(ctx context.Context, c call, q Question, keys ...string) error {
 	a := o.approvals
 	ans, err := Deny, ErrNoApprover
 	if c.approver != nil {
@@ -296,7 +320,9 @@ func (o *Orchestrator) askNow(ctx context.Context, c call, q Question, key strin
 		return &DeniedError{}
 	case ans == AllowSession:
 		a.mu.Lock()
-		a.session[key] = true
+		for _, k := range keys {
+			a.session[k] = true
+		}
 		a.mu.Unlock()
 	case ans == AllowPrefix:
 		o.amend(q.Prefix)

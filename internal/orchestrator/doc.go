@@ -15,6 +15,11 @@
 // A sandboxed command that fails with a denial may run again without the
 // sandbox (on-failure, untrusted).
 //
+// Patches (SPEC §6, §7.6) are applied here too, by execd itself rather
+// than a sandboxed process: [Orchestrator.ApplyPatch] checks the real
+// paths a patch writes against the writable roots and protected paths,
+// asks the user for any other, and writes through the [patch] package.
+//
 // It does not format anything for the model: that is the tools package.
 //
 // An [Orchestrator] is safe for concurrent use.

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/execd/execd/internal/orchestrator"
+	"github.com/execd/execd/internal/patch"
 	"github.com/execd/execd/internal/rpc"
 	"github.com/execd/execd/internal/sandbox"
 )
@@ -127,9 +128,7 @@ func New(conn *rpc.Conn, opts Options) (*Server, error) {
 // (SPEC §4: the aliases and the other families stay callable).
 func (s *Server) buildCatalog() {
 	allowLogin := !s.opts.DisallowLoginShell
-	s.tools = map[string]toolFunc{
-		"apply_patch": s.notBuilt("apply_patch", 6),
-	}
+	s.tools = map[string]toolFunc{"apply_patch": s.runApplyPatch}
 	if s.opts.ShellType != ShellTypeDisabled {
 		for _, name := range []string{"shell", "container.exec", "local_shell"} {
 			s.tools[name] = s.runShell
@@ -146,26 +145,9 @@ func (s *Server) buildCatalog() {
 	case ShellTypeUnifiedExec:
 		s.listed = append(s.listed, execCommandDef(allowLogin), writeStdinDef())
 	}
-	// apply_patch is listed once it is implemented (#6).
-}
-
-// notBuilt answers a tool that this build does not implement yet.
-func (s *Server) notBuilt(name string, issue int) toolFunc {
-	return func(context.Context, *toolCall) *callResult {
-		return textResult(fmt.Sprintf("%s is not implemented in this build of execd yet (issue #%d); use %s instead",
-			name, issue, s.shellToolNames()), true)
+	if !s.opts.HideApplyPatch {
+		s.listed = append(s.listed, applyPatchDef())
 	}
-}
-
-func (s *Server) shellToolNames() string {
-	var names []string
-	for _, d := range s.listed {
-		names = append(names, d.Name)
-	}
-	if len(names) == 0 {
-		return "another tool"
-	}
-	return strings.Join(names, " or ")
 }
 
 // instructions says what the tools are and how commands are confined
@@ -366,7 +348,7 @@ func errorResult(err error) *callResult {
 	)
 	switch {
 	case errors.As(err, &ae), errors.As(err, &ue), errors.As(err, &us), errors.As(err, &su), errors.Is(err, orchestrator.ErrStdinClosed),
-		errors.As(err, &re), errors.As(err, &de):
+		errors.As(err, &re), errors.As(err, &de), errors.Is(err, patch.ErrImplicit):
 		return textResult(err.Error(), true)
 	case errors.As(err, &we):
 		return textResult("invalid arguments: "+we.Error(), true)

@@ -212,10 +212,10 @@ func TestPingAndUnknownMethods(t *testing.T) {
 
 func TestToolsListPerShellType(t *testing.T) {
 	tests := map[ShellType][]string{
-		ShellTypeShell:        {"shell"},
-		ShellTypeShellCommand: {"shell_command"},
-		ShellTypeUnifiedExec:  {"exec_command", "write_stdin"},
-		ShellTypeDisabled:     {},
+		ShellTypeShell:        {"shell", "apply_patch"},
+		ShellTypeShellCommand: {"shell_command", "apply_patch"},
+		ShellTypeUnifiedExec:  {"exec_command", "write_stdin", "apply_patch"},
+		ShellTypeDisabled:     {"apply_patch"},
 	}
 	for st, want := range tests {
 		c := startServer(t, func(o *Options, _ *orchestrator.Options) { o.ShellType = st })
@@ -234,7 +234,7 @@ func TestToolsListPerShellType(t *testing.T) {
 			names = append(names, name)
 			checkToolDef(t, name, tool)
 		}
-		if !slices.Equal(names, want) && !(len(names) == 0 && len(want) == 0) {
+		if !slices.Equal(names, want) {
 			t.Errorf("shell_type %s lists %v, want %v", st, names, want)
 		}
 		if res.NextCursor != nil {
@@ -376,7 +376,13 @@ func TestCallsThatStartNothing(t *testing.T) {
 		{"write_stdin", map[string]any{"session_id": 1, "process_id": "1"}, "not both"},
 		{"write_stdin", map[string]any{"session_id": 1, "chars": "a", "input": "b"}, "give chars or its alias input"},
 		{"write_stdin", map[string]any{"process_id": "abc"}, "process_id: expected a non-negative integer"},
-		{"apply_patch", map[string]any{"input": "x"}, "apply_patch is not implemented in this build"},
+		{"apply_patch", map[string]any{}, "invalid arguments for apply_patch: input: is required"},
+		{"apply_patch", map[string]any{"input": ""}, "input: must not be empty"},
+		{"apply_patch", map[string]any{"input": "x", "workdir": "/"}, "workdir: unknown field"},
+		{"shell", map[string]any{"command": []string{"*** Begin Patch\n*** Delete File: x\n*** End Patch"}},
+			"patch detected without explicit call to apply_patch. Call the apply_patch tool"},
+		{"shell_command", map[string]any{"command": "apply_patch <<'EOF'\n*** Begin Patch\n*** Delete File: x\n*** End Patch\nEOF",
+			"workdir": "missing"}, "workdir missing: no such directory"},
 	}
 	for _, tt := range tests {
 		r := c.callTool(tt.tool, tt.args)

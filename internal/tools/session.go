@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -76,6 +77,9 @@ func (s *Server) runExecCommand(ctx context.Context, c *toolCall) *callResult {
 		return errorResult(err)
 	}
 	shell := s.orch.Shell()
+	if ip, err := s.interceptPatch(ctx, c, nil, &script, workdir, approval); !errors.Is(err, errNotPatch) {
+		return sessionResultOf(ip, err, shell.Argv(script, login), maxTokens)
+	}
 	if shellName != "" {
 		var err error
 		if shell, err = s.orch.ResolveShell(shellName, workdir); err != nil {

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -26,6 +27,9 @@ func (s *Server) runShell(ctx context.Context, c *toolCall) *callResult {
 	if len(argv) == 0 || argv[0] == "" {
 		return errorResult(&ArgError{Tool: c.name, Field: "command", Msg: "must be a non-empty array whose first element names the program"})
 	}
+	if ip, err := s.interceptPatch(ctx, c, argv, nil, workdir, approval); !errors.Is(err, errNotPatch) {
+		return s.execResultOf(ip, err, func(out truncated) string { return shellText(out.withHeader(), ip.code, ip.duration) })
+	}
 	return s.oneShot(ctx, c, orchestrator.ExecRequest{Argv: argv, Workdir: workdir, Timeout: timeout, Approval: approval},
 		func(res *orchestrator.ExecResult, out truncated) string {
 			return shellText(out.withHeader(), res.ExitCode, res.Duration)
@@ -47,6 +51,9 @@ func (s *Server) runShellCommand(ctx context.Context, c *toolCall) *callResult {
 	approval := s.approvalArgs(a)
 	if err := a.done(); err != nil {
 		return errorResult(err)
+	}
+	if ip, err := s.interceptPatch(ctx, c, nil, &script, workdir, approval); !errors.Is(err, errNotPatch) {
+		return s.execResultOf(ip, err, func(out truncated) string { return shellCommandText(ip.code, ip.duration, out) })
 	}
 	argv := s.orch.Shell().Argv(script, login)
 	return s.oneShot(ctx, c, orchestrator.ExecRequest{Argv: argv, Workdir: workdir, Timeout: timeout, Approval: approval},

@@ -1,0 +1,210 @@
+package orchestrator
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/execd/execd/internal/audit"
+	"github.com/execd/execd/internal/patch"
+	"github.com/execd/execd/internal/policy"
+	"github.com/execd/execd/internal/sandbox"
+)
+
+// PatchRequest is a patch to apply (SPEC §4.5, §6.4).
+type PatchRequest struct {
+	CallID string
+	// Patch is the patch text (SPEC §6.1).
+	Patch string
+	// Workdir is where relative paths start, resolved like a command's
+	// (ResolveWorkdir); "" means the turn directory.
+	Workdir string
+	// Justification is the model's, shown if the user is asked.
+	Justification string
+	Approver      Approver
+	// OnApply, when set, is called with the patch once it may be written,
+	// before it is; OnApplied after, with whether it was.
+	OnApply   func(*patch.Patch)
+	OnApplied func(ok bool)
+}
+
+// PatchResult is a patch that was tried.
+type PatchResult struct {
+	// Summary is what changed, when Err is nil.
+	Summary patch.Summary
+	// Err is why the patch was not applied: a *patch.ParseError or a
+	// *patch.Error, whose text is the model-facing message of SPEC §6.5.
+	// Nothing was changed.
+	Err      error
+	Duration time.Duration
+}
+
+// errPatchMoved is a patch whose files lead elsewhere once approved.
+var errPatchMoved = &patch.Error{Msg: "The files of the patch changed while it waited for approval " +
+	"(a symlink on the way now leads elsewhere); nothing was written. Apply the patch again."}
+
+// ApplyPatch applies a patch with the approval rules of SPEC §7.6: every
+// file in a writable root (not a protected path), or remembered by
+// allow_session, goes ahead unasked except under untrusted; any other
+// needs the user's approval, which never refuses. Paths are checked as
+// the kernel resolves them, symlinks included, and written without
+// following links that appear later. Errors are those of a call that
+// changed nothing without trying (*WorkdirError, *RefusedError,
+// *DeniedError, ctx's cause); a patch that cannot apply is a result.
+func (o *Orchestrator) ApplyPatch(ctx context.Context, req PatchRequest) (*PatchResult, error) {
+	start := time.Now()
+	dir, err := o.ResolveWorkdir(req.Workdir)
+	if err != nil {
+		return nil, err
+	}
+	failed := func(err error) (*PatchResult, error) { return &PatchResult{Err: err, Duration: time.Since(start)}, nil }
+	p, err := patch.Parse(req.Patch)
+	if err != nil {
+		return failed(err)
+	}
+	pl, err := patch.Prepare(p, dir)
+	if err != nil {
+		return failed(err)
+	}
+	c := call{id: req.CallID, argv: patchArgv(pl.Targets()), cwd: dir, kind: "patch",
+		approval: Approval{Justification: req.Justification}, approver: req.Approver}
+	asked, err := o.authorizePatch(ctx, c, pl.Targets())
+	if err != nil {
+		return nil, err
+	}
+	if asked {
+		// The answer took time: compute again from the files as they are
+		// now, which must still be the ones approved.
+		again, err := patch.Prepare(p, dir)
+		if err != nil {
+			return failed(err)
+		}
+		if !slices.Equal(again.Targets(), pl.Targets()) {
+			return failed(errPatchMoved)
+		}
+		pl = again
+	}
+	if err := context.Cause(ctx); err != nil {
+		return nil, err
+	}
+	if req.OnApply != nil {
+		req.OnApply(p)
+	}
+	err = pl.Commit()
+	if req.OnApplied != nil {
+		req.OnApplied(err == nil)
+	}
+	d := time.Since(start)
+	o.patched(c, err, d)
+	if err != nil {
+		return failed(err)
+	}
+	return &PatchResult{Summary: pl.Summary(), Duration: d}, nil
+}
+
+// patchArgv is how a patch appears in questions and the audit file.
+func patchArgv(targets []patch.Target) []string {
+	argv := []string{"apply_patch"}
+	for _, t := range targets {
+		argv = append(argv, t.Real)
+	}
+	return argv
+}
+
+// authorizePatch decides whether a patch that writes targets may be
+// applied, asking the user when SPEC §7.6 says so; asked reports whether
+// anyone was.
+func (o *Orchestrator) authorizePatch(ctx context.Context, c call, targets []patch.Target) (asked bool, err error) {
+	pol := o.approvals.policy
+	outside := o.unwritable(targets)
+	need := outside // what an approval must cover
+	if pol == policy.Untrusted {
+		need = nil
+		for _, t := range targets {
+			need = append(need, t.Real)
+		}
+	}
+	switch {
+	case len(need) == 0:
+		o.decided(c, "none", "allow", "every file is in a writable root")
+		return false, nil
+	case len(outside) > 0 && pol == policy.Never:
+		reason := fmt.Sprintf("patch rejected: it writes outside the workspace (%s), and approval_policy never asks for approval",
+			strings.Join(outside, ", "))
+		o.decided(c, "none", "refuse", reason)
+		return false, &RefusedError{Reason: reason}
+	}
+	keys := make([]string, len(need))
+	for i, p := range need {
+		keys[i] = "patch\x00" + p
+	}
+	if o.remembered(keys) {
+		o.decided(c, "none", "allow_session", "approved earlier in this session")
+		return false, nil
+	}
+	reason := fmt.Sprintf("approval_policy %s asks before every change", pol)
+	if len(outside) > 0 {
+		reason = "it writes outside the workspace: " + strings.Join(outside, ", ")
+	}
+	q := Question{CallID: c.id, Command: c.argv, Cwd: c.cwd, Reason: reason,
+		Justification: c.approval.Justification, Sandbox: "none", Files: c.argv[1:]}
+	return true, o.askNow(ctx, c, q, keys...)
+}
+
+// remembered reports whether allow_session covers every key.
+func (o *Orchestrator) remembered(keys []string) bool {
+	a := o.approvals
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, k := range keys {
+		if !a.session[k] {
+			return false
+		}
+	}
+	return true
+}
+
+// unwritable returns the real paths of targets that a sandboxed command
+// could not write either: outside every writable root, or a protected
+// path (SPEC §8.1, §8.2). Every path is writable without a sandbox mode
+// that confines writes.
+func (o *Orchestrator) unwritable(targets []patch.Target) []string {
+	switch o.sandbox.Mode {
+	case sandbox.DangerFullAccess, sandbox.ExternalSandbox:
+		return nil
+	}
+	var roots, private []string
+	for _, r := range o.roots {
+		roots = append(roots, r.Path)
+		if !r.Shared {
+			private = append(private, r.Path)
+		}
+	}
+	protected := sandbox.ProtectedPaths(private, o.sandbox.ProtectedNames)
+	var out []string
+	for _, t := range targets {
+		if !slices.ContainsFunc(roots, func(r string) bool { return within(t.Real, r) }) ||
+			slices.ContainsFunc(protected, func(p string) bool { return within(t.Real, p) }) {
+			out = append(out, t.Real)
+		}
+	}
+	return out
+}
+
+// within reports whether p is dir or below it.
+func within(p, dir string) bool {
+	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
+}
+
+// patched writes an applied (or failed) patch to the audit file.
+func (o *Orchestrator) patched(c call, err error, d time.Duration) {
+	code := 0
+	if err != nil {
+		code = 1
+	}
+	ms := d.Milliseconds()
+	o.approvals.audit.Record(audit.Entry{Kind: audit.KindPatch, CallID: c.id, Command: c.argv, Cwd: c.cwd,
+		Sandbox: "none", ExitCode: &code, DurationMS: &ms})
+}

@@ -1,0 +1,204 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/execd/execd/internal/patch"
+	"github.com/execd/execd/internal/policy"
+	"github.com/execd/execd/internal/sandbox"
+)
+
+// newWorkspace is an orchestrator in workspace-write whose only writable
+// root is its cwd, with .git protected. Patches need no sandbox support:
+// execd checks their paths itself.
+func newWorkspace(t *testing.T, p policy.ApprovalPolicy) *Orchestrator {
+	t.Helper()
+	return newTest(t, func(opts *Options) {
+		opts.Sandbox = SandboxPolicy{Settings: sandbox.Settings{Mode: sandbox.WorkspaceWrite,
+			ExcludeSlashTmp: true, ExcludeTmpdirEnvVar: true, ProtectedNames: []string{".git"}}, FailClosed: true}
+		opts.Support = &sandbox.Support{}
+		opts.Policy = p
+	})
+}
+
+func updatePatch(path, from, to string) string {
+	return "*** Begin Patch\n*** Update File: " + path + "\n@@\n-" + from + "\n+" + to + "\n*** End Patch"
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func content(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestPatchApproval is SPEC §7.6 for each policy and where the files are.
+func TestPatchApproval(t *testing.T) {
+	tests := []struct {
+		name    string
+		policy  policy.ApprovalPolicy
+		where   string // "inside", "outside", "link" (inside, to outside), "git" (protected)
+		answers []Answer
+		asked   bool
+		wantErr string // "" means applied
+	}{
+		{"inside runs unasked", policy.OnRequest, "inside", nil, false, ""},
+		{"inside under never", policy.Never, "inside", nil, false, ""},
+		{"inside under untrusted asks", policy.Untrusted, "inside", []Answer{AllowOnce}, true, ""},
+		{"outside asks", policy.OnRequest, "outside", []Answer{AllowOnce}, true, ""},
+		{"outside denied", policy.OnFailure, "outside", []Answer{Deny}, true, "exec command rejected by user"},
+		{"outside under never", policy.Never, "outside", nil, false, "patch rejected: it writes outside the workspace ("},
+		{"through a link out of the workspace", policy.OnRequest, "link", []Answer{Deny}, true, "exec command rejected by user"},
+		{"into a protected path", policy.OnRequest, "git", []Answer{Deny}, true, "exec command rejected by user"},
+		{"protected under never", policy.Never, "git", nil, false, "patch rejected: it writes outside the workspace ("},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := newWorkspace(t, tt.policy)
+			outside := t.TempDir()
+			name, file := "f.txt", filepath.Join(o.Cwd(), "f.txt")
+			switch tt.where {
+			case "outside":
+				name, file = filepath.Join(outside, "f.txt"), filepath.Join(outside, "f.txt")
+			case "link":
+				file = filepath.Join(outside, "f.txt")
+				if err := os.Symlink(outside, filepath.Join(o.Cwd(), "out")); err != nil {
+					t.Fatal(err)
+				}
+				name = "out/f.txt"
+			case "git":
+				name, file = ".git/config", filepath.Join(o.Cwd(), ".git", "config")
+			}
+			writeFile(t, file, "old\n")
+			ask := &scripted{answers: tt.answers}
+			res, err := o.ApplyPatch(t.Context(), PatchRequest{Patch: updatePatch(name, "old", "new"), Approver: ask})
+			if qs := ask.questions(); (len(qs) > 0) != tt.asked {
+				t.Fatalf("asked %d questions, want asked=%v", len(qs), tt.asked)
+			} else if tt.asked && (len(qs[0].Files) != 1 || qs[0].Files[0] != file) {
+				t.Errorf("the question names %v, want the real path %s", qs[0].Files, file)
+			}
+			if tt.wantErr != "" {
+				if err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				if got := content(t, file); got != "old\n" {
+					t.Errorf("a refused patch changed the file: %q", got)
+				}
+				return
+			}
+			if err != nil || res.Err != nil {
+				t.Fatalf("ApplyPatch: %v, %+v", err, res)
+			}
+			if got := content(t, file); got != "new\n" {
+				t.Errorf("file = %q", got)
+			}
+		})
+	}
+}
+
+func TestPatchAllowSessionCoversTheSameFiles(t *testing.T) {
+	o := newWorkspace(t, policy.OnRequest)
+	outside := filepath.Join(t.TempDir(), "f.txt")
+	writeFile(t, outside, "a\n")
+	ask := &scripted{answers: []Answer{AllowSession}}
+	for _, step := range []struct{ from, to string }{{"a", "b"}, {"b", "c"}} {
+		res, err := o.ApplyPatch(t.Context(), PatchRequest{Patch: updatePatch(outside, step.from, step.to), Approver: ask})
+		if err != nil || res.Err != nil {
+			t.Fatalf("ApplyPatch: %v %+v", err, res)
+		}
+	}
+	if n := len(ask.questions()); n != 1 {
+		t.Errorf("asked %d times, want once", n)
+	}
+	other := filepath.Join(filepath.Dir(outside), "g.txt")
+	writeFile(t, other, "a\n")
+	if _, err := o.ApplyPatch(t.Context(), PatchRequest{Patch: updatePatch(other, "a", "b"), Approver: ask}); err == nil {
+		t.Error("allow_session for one file covered another")
+	}
+}
+
+func TestPatchFullAccessWritesAnywhere(t *testing.T) {
+	o := newTest(t, func(opts *Options) { opts.Policy = policy.Untrusted })
+	outside := filepath.Join(t.TempDir(), "f.txt")
+	writeFile(t, outside, "a\n")
+	ask := &scripted{answers: []Answer{AllowOnce}}
+	res, err := o.ApplyPatch(t.Context(), PatchRequest{Patch: updatePatch(outside, "a", "b"), Approver: ask})
+	if err != nil || res.Err != nil || len(ask.questions()) != 1 {
+		t.Fatalf("untrusted asks even without a sandbox: %v %+v, %d questions", err, res, len(ask.questions()))
+	}
+	o = newTest(t, func(opts *Options) { opts.Policy = policy.Never })
+	res, err = o.ApplyPatch(t.Context(), PatchRequest{Patch: updatePatch(outside, "b", "c"), Approver: ask})
+	if err != nil || res.Err != nil || content(t, outside) != "c\n" {
+		t.Fatalf("danger-full-access: %v %+v", err, res)
+	}
+}
+
+// swapper answers yes after pointing a symlink elsewhere, as a command
+// racing the question could.
+type swapper struct {
+	link, to string
+}
+
+func (s swapper) Approve(context.Context, Question) (Answer, error) {
+	if err := os.Remove(s.link); err != nil {
+		return Deny, err
+	}
+	return AllowOnce, os.Symlink(s.to, s.link)
+}
+
+func TestPatchTargetsMovedWhileAsking(t *testing.T) {
+	o := newWorkspace(t, policy.OnRequest)
+	a, b := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(a, "f.txt"), "x\n")
+	writeFile(t, filepath.Join(b, "f.txt"), "x\n")
+	link := filepath.Join(o.Cwd(), "out")
+	if err := os.Symlink(a, link); err != nil {
+		t.Fatal(err)
+	}
+	res, err := o.ApplyPatch(t.Context(), PatchRequest{Patch: updatePatch("out/f.txt", "x", "y"), Approver: swapper{link, b}})
+	if err != nil || !errors.Is(res.Err, errPatchMoved) {
+		t.Fatalf("ApplyPatch: %v, %+v", err, res)
+	}
+	if content(t, filepath.Join(a, "f.txt")) != "x\n" || content(t, filepath.Join(b, "f.txt")) != "x\n" {
+		t.Error("a patch approved for one file wrote another")
+	}
+}
+
+func TestPatchFailuresAreResults(t *testing.T) {
+	o := newWorkspace(t, policy.OnRequest)
+	var applied []bool
+	for _, text := range []string{"garbage", updatePatch("missing.txt", "a", "b")} {
+		res, err := o.ApplyPatch(t.Context(), PatchRequest{Patch: text, OnApplied: func(ok bool) { applied = append(applied, ok) }})
+		if err != nil || res.Err == nil {
+			t.Fatalf("ApplyPatch(%q) = %+v, %v; want a failed result", text, res, err)
+		}
+		var pe *patch.ParseError
+		var ae *patch.Error
+		if !errors.As(res.Err, &pe) && !errors.As(res.Err, &ae) {
+			t.Errorf("Err %T is not a patch error", res.Err)
+		}
+	}
+	if len(applied) != 0 {
+		t.Errorf("OnApplied called for patches that were never applied: %v", applied)
+	}
+	if _, err := o.ApplyPatch(t.Context(), PatchRequest{Patch: "x", Workdir: "nope"}); err == nil {
+		t.Error("a missing workdir is not an error")
+	}
+}
