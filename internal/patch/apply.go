@@ -30,13 +30,12 @@ func applyChunks(content []byte, chunks []Chunk, name string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var b strings.Builder
-	b.Grow(len(s) + len(s)/8)
+	out := make([]byte, 0, len(s)+len(s)/8)
 	pos := 0
 	write := func(ls []string) {
 		for _, l := range ls {
-			b.WriteString(l)
-			b.WriteString(eol)
+			out = append(out, l...)
+			out = append(out, eol...)
 		}
 	}
 	for _, r := range reps {
@@ -46,7 +45,7 @@ func applyChunks(content []byte, chunks []Chunk, name string) ([]byte, error) {
 		pos = max(pos, r.start+r.n)
 	}
 	write(lines[pos:])
-	return []byte(b.String()), nil
+	return out, nil
 }
 
 // locate finds where each chunk applies, from a cursor that moves down

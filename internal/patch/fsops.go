@@ -106,8 +106,22 @@ func readFile(p string) ([]byte, error) {
 		if !(entry{mode: uint32(st.Mode)}).isRegular() {
 			return errNotRegular
 		}
-		data, err = io.ReadAll(f)
-		return err
+		// Sized from fstat, so a large file is read without regrowing;
+		// it may still change size while read.
+		data = make([]byte, 0, st.Size+1)
+		for {
+			if len(data) == cap(data) {
+				data = append(data, 0)[:len(data)]
+			}
+			n, err := f.Read(data[len(data):cap(data)])
+			data = data[:len(data)+n]
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+		}
 	})
 	return data, err
 }

@@ -13,10 +13,12 @@
 //     sessions add;
 //   - approvals: a call whose rule says prompt, answered at once by the
 //     client, against the same call without a rule (approval.go);
+//   - patches: a 2,000-line, 200-chunk patch on a 100,000-line file
+//     through apply_patch and in process, against git apply (patch.go);
 //   - the sandbox: launch overhead, a sandboxed round trip and the seccomp
 //     filter's cost per system call (sandbox.go).
 //
-// Targets (issues #2 to #5) are printed next to each number.
+// Targets (issues #2 to #6) are printed next to each number.
 package main
 
 import (
@@ -44,14 +46,15 @@ func main() {
 		os.Exit(code)
 	}
 	n := flag.Int("n", 400, "samples per round-trip measurement")
+	only := flag.String("only", "", `run one benchmark only: "patch"`)
 	flag.Parse()
-	if err := run(*n); err != nil {
+	if err := run(*n, *only); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(n int) error {
+func run(n int, only string) error {
 	dir, err := os.MkdirTemp("", "execd-bench-")
 	if err != nil {
 		return err
@@ -70,6 +73,13 @@ func run(n int) error {
 		return err
 	}
 	fmt.Printf("execd benchmarks (%d samples; GOMAXPROCS default; machine: %s)\n\n", n, cpuInfo())
+	switch only {
+	case "":
+	case "patch":
+		return patchBench(bin, dir)
+	default:
+		return fmt.Errorf("-only %q: the benchmarks that run alone are: patch", only)
+	}
 
 	if err := startup(bin, cfg, dir); err != nil {
 		return err
@@ -97,6 +107,9 @@ func run(n int) error {
 		return err
 	}
 	if err := approvalLatency(bin, dir, n); err != nil {
+		return err
+	}
+	if err := patchBench(bin, dir); err != nil {
 		return err
 	}
 	return sandboxBench(bin, dir, n)
