@@ -69,6 +69,7 @@ type Orchestrator struct {
 	bareEnv    []string // env without the markers of execd's sandbox
 	bareSess   []string // sessionEnv without them
 	approvals  *approvals
+	patchMu    sync.Mutex // held by a patch from its Prepare to its Commit
 
 	sessions        *procstore.Store[*session]
 	sessionsRunning sync.WaitGroup // session pumps and waiters

@@ -64,17 +64,28 @@ func (o *Orchestrator) ApplyPatch(ctx context.Context, req PatchRequest) (*Patch
 	if err != nil {
 		return failed(err)
 	}
+	// One patch at a time from here to its commit (but not while the user
+	// thinks): two patches of one file must not both start from its old
+	// content.
+	o.patchMu.Lock()
+	defer o.patchMu.Unlock()
 	pl, err := patch.Prepare(p, dir)
 	if err != nil {
 		return failed(err)
 	}
 	c := call{id: req.CallID, argv: patchArgv(pl.Targets()), cwd: dir, kind: "patch",
 		approval: Approval{Justification: req.Justification}, approver: req.Approver}
-	asked, err := o.authorizePatch(ctx, c, pl.Targets())
+	q, keys, err := o.patchQuestion(c, pl.Targets())
 	if err != nil {
 		return nil, err
 	}
-	if asked {
+	if q != nil {
+		o.patchMu.Unlock()
+		err := o.askNow(ctx, c, *q, keys...)
+		o.patchMu.Lock()
+		if err != nil {
+			return nil, err
+		}
 		// The answer took time: compute again from the files as they are
 		// now, which must still be the ones approved.
 		again, err := patch.Prepare(p, dir)
@@ -113,10 +124,11 @@ func patchArgv(targets []patch.Target) []string {
 	return argv
 }
 
-// authorizePatch decides whether a patch that writes targets may be
-// applied, asking the user when SPEC §7.6 says so; asked reports whether
-// anyone was.
-func (o *Orchestrator) authorizePatch(ctx context.Context, c call, targets []patch.Target) (asked bool, err error) {
+// patchQuestion decides whether a patch that writes targets may be
+// applied (SPEC §7.6): a nil question and error when it may go ahead, a
+// *RefusedError, or the question to ask with the allow_session keys the
+// answer may remember.
+func (o *Orchestrator) patchQuestion(c call, targets []patch.Target) (*Question, []string, error) {
 	pol := o.approvals.policy
 	outside := o.unwritable(targets)
 	need := outside // what an approval must cover
@@ -129,12 +141,12 @@ func (o *Orchestrator) authorizePatch(ctx context.Context, c call, targets []pat
 	switch {
 	case len(need) == 0:
 		o.decided(c, "none", "allow", "every file is in a writable root")
-		return false, nil
+		return nil, nil, nil
 	case len(outside) > 0 && pol == policy.Never:
 		reason := fmt.Sprintf("patch rejected: it writes outside the workspace (%s), and approval_policy never asks for approval",
 			strings.Join(outside, ", "))
 		o.decided(c, "none", "refuse", reason)
-		return false, &RefusedError{Reason: reason}
+		return nil, nil, &RefusedError{Reason: reason}
 	}
 	keys := make([]string, len(need))
 	for i, p := range need {
@@ -142,15 +154,14 @@ func (o *Orchestrator) authorizePatch(ctx context.Context, c call, targets []pat
 	}
 	if o.remembered(keys) {
 		o.decided(c, "none", "allow_session", "approved earlier in this session")
-		return false, nil
+		return nil, nil, nil
 	}
 	reason := fmt.Sprintf("approval_policy %s asks before every change", pol)
 	if len(outside) > 0 {
 		reason = "it writes outside the workspace: " + strings.Join(outside, ", ")
 	}
-	q := Question{CallID: c.id, Command: c.argv, Cwd: c.cwd, Reason: reason,
-		Justification: c.approval.Justification, Sandbox: "none", Files: c.argv[1:]}
-	return true, o.askNow(ctx, c, q, keys...)
+	return &Question{CallID: c.id, Command: c.argv, Cwd: c.cwd, Reason: reason,
+		Justification: c.approval.Justification, Sandbox: "none", Files: c.argv[1:]}, keys, nil
 }
 
 // remembered reports whether allow_session covers every key.

@@ -3,9 +3,11 @@ package orchestrator
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/execd/execd/internal/patch"
@@ -200,5 +202,27 @@ func TestPatchFailuresAreResults(t *testing.T) {
 	}
 	if _, err := o.ApplyPatch(t.Context(), PatchRequest{Patch: "x", Workdir: "nope"}); err == nil {
 		t.Error("a missing workdir is not an error")
+	}
+}
+
+// TestConcurrentPatchesLoseNothing: patches of one file at the same time
+// each see the others' changes.
+func TestConcurrentPatchesLoseNothing(t *testing.T) {
+	o := newWorkspace(t, policy.OnRequest)
+	file := filepath.Join(o.Cwd(), "log.txt")
+	writeFile(t, file, "")
+	const n = 20
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			p := fmt.Sprintf("*** Begin Patch\n*** Update File: log.txt\n@@\n+entry %d\n*** End Patch", i)
+			if res, err := o.ApplyPatch(t.Context(), PatchRequest{Patch: p}); err != nil || res.Err != nil {
+				t.Errorf("patch %d: %v %+v", i, err, res)
+			}
+		})
+	}
+	wg.Wait()
+	if got := strings.Count(content(t, file), "entry "); got != n {
+		t.Errorf("%d of %d entries kept:\n%s", got, n, content(t, file))
 	}
 }
