@@ -87,28 +87,14 @@ func lstat(p string) (entry, error) {
 func readFile(p string) ([]byte, error) {
 	var data []byte
 	err := inDir(p, func(dfd int, name string) error {
-		// O_NONBLOCK: a FIFO put in the file's place must not block us.
-		fd, err := retry(func() (int, error) {
-			return unix.Openat(dfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
-		})
+		f, size, err := openRegular(dfd, name, p, unix.O_RDONLY)
 		if err != nil {
 			return err
 		}
-		f := os.NewFile(uintptr(fd), p)
 		defer f.Close()
-		var st unix.Stat_t
-		if err := unix.Fstat(fd, &st); err != nil {
-			return err
-		}
-		if (entry{mode: uint32(st.Mode)}).isDir() {
-			return syscall.EISDIR
-		}
-		if !(entry{mode: uint32(st.Mode)}).isRegular() {
-			return errNotRegular
-		}
 		// Sized from fstat, so a large file is read without regrowing;
 		// it may still change size while read.
-		data = make([]byte, 0, st.Size+1)
+		data = make([]byte, 0, size+1)
 		for {
 			if len(data) == cap(data) {
 				data = append(data, 0)[:len(data)]
@@ -124,6 +110,36 @@ func readFile(p string) ([]byte, error) {
 		}
 	})
 	return data, err
+}
+
+// openRegular opens name in dfd with flags, never through a symlink, and
+// checks that it is a regular file; p names it in errors. It returns the
+// file's size.
+func openRegular(dfd int, name, p string, flags int) (*os.File, int64, error) {
+	// O_NONBLOCK: a FIFO put in the file's place must not block us.
+	fd, err := retry(func() (int, error) {
+		return unix.Openat(dfd, name, flags|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	f := os.NewFile(uintptr(fd), p)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	switch e := (entry{mode: uint32(st.Mode)}); {
+	case e.isDir():
+		err = syscall.EISDIR
+	case !e.isRegular():
+		err = errNotRegular
+	}
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	return f, st.Size, nil
 }
 
 var errNotRegular = errors.New("not a regular file")
@@ -202,21 +218,11 @@ func fill(fd int, p string, data []byte, perm *uint32, owner *entry) error {
 
 // rewrite writes data over the existing regular file name in place.
 func rewrite(dfd int, name, p string, data []byte) error {
-	fd, err := retry(func() (int, error) {
-		return unix.Openat(dfd, name, unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
-	})
+	f, _, err := openRegular(dfd, name, p, unix.O_WRONLY)
 	if err != nil {
 		return err
 	}
-	f := os.NewFile(uintptr(fd), p)
 	defer f.Close()
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return err
-	}
-	if !(entry{mode: uint32(st.Mode)}).isRegular() {
-		return errNotRegular
-	}
 	if err := f.Truncate(0); err != nil {
 		return err
 	}
