@@ -44,9 +44,10 @@ func TestSDKPinnedVersion(t *testing.T) {
 
 func TestSDKToolsList(t *testing.T) {
 	for config, want := range map[string][]string{
-		fullAccess: {"exec_command", "write_stdin"},
-		fullAccess + "[tools]\nshell_type = \"shell\"\n":         {"shell"},
-		fullAccess + "[tools]\nshell_type = \"shell_command\"\n": {"shell_command"},
+		fullAccess: {"exec_command", "write_stdin", "apply_patch"},
+		fullAccess + "[tools]\nshell_type = \"shell\"\n":         {"shell", "apply_patch"},
+		fullAccess + "[tools]\nshell_type = \"shell_command\"\n": {"shell_command", "apply_patch"},
+		fullAccess + "[tools]\napply_patch = false\n":            {"exec_command", "write_stdin"},
 	} {
 		cs, _ := startSDK(t, config)
 		res, err := cs.ListTools(context.Background(), nil)
