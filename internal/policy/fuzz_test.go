@@ -31,6 +31,11 @@ func FuzzPlainCommands(f *testing.F) {
 				if err != nil {
 					return // a word POSIX quoting cannot hold (a NUL byte, say)
 				}
+				if q == w && declarations[w] {
+					// Quote needs no quotes for these, but bare they start
+					// a declaration, which is not a plain command.
+					q = "'" + w + "'"
+				}
 				quoted[i] = q
 			}
 			again = append(again, strings.Join(quoted, " "))
@@ -41,6 +46,11 @@ func FuzzPlainCommands(f *testing.F) {
 		}
 	})
 }
+
+// declarations are the words bash parses as a declaration or let
+// clause, not a command, when they start one unquoted.
+var declarations = map[string]bool{"declare": true, "local": true, "export": true, "readonly": true,
+	"typeset": true, "nameref": true, "let": true}
 
 // FuzzRules: any rules file loads or fails without panic, and every rule
 // loaded matches the argv made of its first alternatives, also after the
