@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/pflag"
 
@@ -40,7 +43,10 @@ func applyPatchCmd(fs *pflag.FlagSet, args []string) int {
 		}
 		text = string(b)
 	}
-	sum, err := patch.Apply(text, cfg.Cwd)
+	// Interrupted while writing, the patch is taken back, not left half done.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	sum, err := patch.Apply(ctx, text, cfg.Cwd)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -69,7 +69,7 @@ func (o *Orchestrator) ApplyPatch(ctx context.Context, req PatchRequest) (*Patch
 	// content.
 	o.patchMu.Lock()
 	defer o.patchMu.Unlock()
-	pl, err := patch.Prepare(p, dir)
+	pl, err := patch.Prepare(ctx, p, dir)
 	if err != nil {
 		return failed(err)
 	}
@@ -88,7 +88,7 @@ func (o *Orchestrator) ApplyPatch(ctx context.Context, req PatchRequest) (*Patch
 		}
 		// The answer took time: compute again from the files as they are
 		// now, which must still be the ones approved.
-		again, err := patch.Prepare(p, dir)
+		again, err := patch.Prepare(ctx, p, dir)
 		if err != nil {
 			return failed(err)
 		}
@@ -103,7 +103,7 @@ func (o *Orchestrator) ApplyPatch(ctx context.Context, req PatchRequest) (*Patch
 	if req.OnApply != nil {
 		req.OnApply(p)
 	}
-	err = pl.Commit()
+	err = pl.Commit(ctx)
 	if req.OnApplied != nil {
 		req.OnApplied(err == nil)
 	}

@@ -226,3 +226,43 @@ func TestConcurrentPatchesLoseNothing(t *testing.T) {
 		t.Errorf("%d of %d entries kept:\n%s", got, n, content(t, file))
 	}
 }
+
+// TestPatchCannotUnpinProtectedLinks: the symlinks passed on the way to
+// a protected repository are as protected as the sandbox keeps them
+// (pinned, SPEC §8.2): deleting one would let a later patch point .git
+// anywhere.
+func TestPatchCannotUnpinProtectedLinks(t *testing.T) {
+	o := newWorkspace(t, policy.Never)
+	ws := o.Cwd()
+	for _, dir := range []string{"realgit", "store/gd"} {
+		if err := os.MkdirAll(filepath.Join(ws, dir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for link, target := range map[string]string{"gl": "realgit", ".git": "gl", "lnk": "store"} {
+		if err := os.Symlink(target, filepath.Join(ws, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, filepath.Join(ws, "sub", ".git"), "gitdir: ../lnk/gd\n")
+	o2 := newTest(t, func(opts *Options) {
+		opts.Sandbox = SandboxPolicy{Settings: sandbox.Settings{Mode: sandbox.WorkspaceWrite, WritableRoots: []string{filepath.Join(ws, "sub")},
+			ExcludeSlashTmp: true, ExcludeTmpdirEnvVar: true, ProtectedNames: []string{".git"}}, FailClosed: true}
+		opts.Support = &sandbox.Support{}
+		opts.Policy = policy.Never
+		opts.Cwd = ws
+	})
+	for _, tt := range []struct {
+		o    *Orchestrator
+		link string
+	}{{o, "gl"}, {o2, "lnk"}} {
+		_, err := tt.o.ApplyPatch(t.Context(), PatchRequest{Patch: "*** Begin Patch\n*** Delete File: " + tt.link + "\n*** End Patch"})
+		var re *RefusedError
+		if !errors.As(err, &re) {
+			t.Errorf("Delete File: %s: %v", tt.link, err)
+		}
+		if _, err := os.Lstat(filepath.Join(ws, tt.link)); err != nil {
+			t.Errorf("%s is gone", tt.link)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package patch
 
 import (
 	"cmp"
+	"context"
 	"slices"
 	"strings"
 )
@@ -16,7 +17,7 @@ type replacement struct {
 // the path as written, for messages. The result ends with a newline
 // unless it is empty, and keeps CRLF line ends when every line of
 // content had them.
-func applyChunks(content []byte, chunks []Chunk, name string) ([]byte, error) {
+func applyChunks(ctx context.Context, content []byte, chunks []Chunk, name string) ([]byte, error) {
 	s := string(content)
 	eol := "\n"
 	if n := strings.Count(s, "\n"); n > 0 && n == strings.Count(s, "\r\n") {
@@ -26,7 +27,7 @@ func applyChunks(content []byte, chunks []Chunk, name string) ([]byte, error) {
 	if lines[len(lines)-1] == "" {
 		lines = lines[:len(lines)-1] // the final newline ends a line, it does not start one
 	}
-	reps, err := locate(&text{lines: lines}, chunks, name)
+	reps, err := locate(&text{lines: lines, ctx: ctx}, chunks, name)
 	if err != nil {
 		return nil, err
 	}
@@ -56,6 +57,9 @@ func locate(t *text, chunks []Chunk, name string) ([]replacement, error) {
 	for _, c := range chunks {
 		if c.HasContext {
 			i := t.seek([]string{c.Context}, cursor, false)
+			if err := t.stopped(); err != nil {
+				return nil, err
+			}
 			if i < 0 {
 				return nil, failf("Failed to find context '%s' in %s", c.Context, name)
 			}
@@ -80,6 +84,9 @@ func locate(t *text, chunks []Chunk, name string) ([]replacement, error) {
 				lines = lines[:len(lines)-1]
 			}
 			i = t.seek(old, cursor, c.EOF)
+		}
+		if err := t.stopped(); err != nil {
+			return nil, err
 		}
 		if i < 0 {
 			return nil, failf("Failed to find expected lines in %s:\n%s", name, strings.Join(c.Old, "\n"))

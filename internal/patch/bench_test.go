@@ -1,6 +1,7 @@
 package patch
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -38,7 +39,7 @@ func BenchmarkApplyLargePatch(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		for _, p := range []string{fwd.String(), back.String()} {
-			if _, err := Apply(p, root); err != nil {
+			if _, err := Apply(context.Background(), p, root); err != nil {
 				b.Fatal(err)
 			}
 		}

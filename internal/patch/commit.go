@@ -2,31 +2,45 @@ package patch
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // step is a change Commit made, and how to take it back.
 type step struct {
-	f       *file
-	wrote   bool     // f.real was written
-	removed bool     // f.real was removed
-	dirs    []string // directories created for it, outermost first
+	f     *file
+	wrote bool     // f.real was written
+	aside string   // where f.real was set aside (removed), or ""
+	dirs  []string // directories created for it, outermost first
 }
 
 // Commit writes the plan: each file through a temporary file renamed into
-// place, each removal, in the order the patch first touched them. If one
-// fails, the changes already made are taken back and the error names the
-// file that failed (and any that could not be restored).
-func (pl *Plan) Commit() error {
+// place, each removal by a rename aside, in the order the patch first
+// touched them. If one fails, or ctx ends before the last, the changes
+// already made are taken back and the error names the file that was next
+// (and any that could not be restored). Once every file is in place the
+// removed ones are unlinked.
+func (pl *Plan) Commit(ctx context.Context) error {
 	done := make([]step, 0, len(pl.files))
 	for _, f := range pl.files {
+		if ctx.Err() != nil {
+			return rollback(done, failf("The patch was stopped before %s was written (%v); nothing was changed.",
+				f.name, context.Cause(ctx)))
+		}
 		s, err := commitFile(f)
 		if err != nil {
 			return rollback(append(done, s), err)
 		}
 		done = append(done, s)
+	}
+	for _, s := range done {
+		if s.aside != "" {
+			_ = remove(s.aside) // the patch is applied; a leftover is only a hidden file
+		}
 	}
 	return nil
 }
@@ -34,33 +48,41 @@ func (pl *Plan) Commit() error {
 func commitFile(f *file) (step, error) {
 	s := step{f: f}
 	switch {
-	case f.exists && f.data != nil:
-		if f.existed && f.old != nil && bytes.Equal(f.data, f.old) && f.perm != nil && *f.perm == f.was.perm() {
+	case f.kind == regular && f.written:
+		if f.existed && f.was.isRegular() && bytes.Equal(f.data, f.old) && f.perm != nil && *f.perm == f.was.perm() {
 			return s, nil // unchanged: keep its times
 		}
 		var err error
 		if s.dirs, err = mkdirAll(filepath.Dir(f.real)); err != nil {
 			return s, failf("Failed to create parent directories for %s: %s", f.name, describe(err))
 		}
-		if err := writeFile(f.real, f.data, f.perm, f.owner()); err != nil {
+		if err := writeFile(f.real, f.data, writtenPerm(f.perm), f.owner); err != nil {
 			return s, failf("Failed to write file %s: %s", f.name, describe(err))
 		}
 		s.wrote = true
-	case !f.exists && f.existed:
-		if err := remove(f.real); err != nil {
+	case f.kind == absent && f.existed:
+		aside, err := setAside(f.real)
+		if err != nil {
 			return s, failf("Failed to delete file %s: %s", f.name, describe(err))
 		}
-		s.removed = true
+		s.aside = aside
 	}
 	return s, nil
 }
 
-// owner is whose the file is, to keep, or nil for a new file.
-func (f *file) owner() *entry {
-	if !f.existed || f.old == nil {
+// writtenPerm is the mode of a file given new content: its own, less the
+// set-user-ID bit and a set-group-ID bit that makes it run as its group,
+// as the kernel clears them when anyone but root writes a file: a patch
+// must not turn a privileged program into another.
+func writtenPerm(perm *uint32) *uint32 {
+	if perm == nil {
 		return nil
 	}
-	return &f.was
+	p := *perm &^ unix.S_ISUID
+	if p&unix.S_IXGRP != 0 {
+		p &^= unix.S_ISGID
+	}
+	return &p
 }
 
 // rollback takes back done, last first, and returns err with what could
@@ -85,16 +107,18 @@ func rollback(done []step, err error) error {
 func undo(s step) error {
 	f := s.f
 	switch {
-	case s.wrote && f.existed && f.old != nil:
-		perm := f.was.perm()
-		return writeFile(f.real, f.old, &perm, f.owner())
-	case s.wrote:
+	case s.aside != "":
+		return putBack(s.aside, f.real)
+	case !s.wrote:
+		return nil
+	case !f.existed:
 		return remove(f.real)
-	case s.removed && f.link != "":
+	case f.link != "": // it was a symlink
+		if err := remove(f.real); err != nil {
+			return err
+		}
 		return symlink(f.link, f.real)
-	case s.removed:
-		perm := f.was.perm()
-		return writeFile(f.real, f.old, &perm, f.owner())
 	}
-	return nil
+	perm := f.was.perm()
+	return writeFile(f.real, f.old, &perm, &f.was)
 }

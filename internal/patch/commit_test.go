@@ -1,6 +1,7 @@
 package patch
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -14,7 +15,7 @@ func mustPrepare(t *testing.T, text, cwd string) *Plan {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pl, err := Prepare(p, cwd)
+	pl, err := Prepare(context.Background(), p, cwd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +51,7 @@ func TestCommitRestoresOnFailure(t *testing.T) {
 	write(t, filepath.Join(root, "sub"), "in the way\n", 0o644) // after Prepare: Commit fails at sub/c.txt
 	before["sub"] = snapshot(t, root)["sub"]
 
-	err := pl.Commit()
+	err := pl.Commit(context.Background())
 	if err == nil || err.Error() != "Failed to create parent directories for sub/c.txt: Not a directory (os error 20)" {
 		t.Fatalf("Commit() = %v", err)
 	}
@@ -83,7 +84,7 @@ func TestCommitDoesNotFollowSwappedLinks(t *testing.T) {
 	if err := os.Symlink(outside, filepath.Join(root, "dir")); err != nil {
 		t.Fatal(err)
 	}
-	if err := pl.Commit(); err == nil {
+	if err := pl.Commit(context.Background()); err == nil {
 		t.Fatal("Commit wrote through a symlink that appeared after Prepare")
 	}
 	if b, _ := os.ReadFile(filepath.Join(outside, "f.txt")); string(b) != "x\n" {
@@ -123,7 +124,7 @@ func TestAbsolutePathsAndMoveKeepsMode(t *testing.T) {
 	root, other := t.TempDir(), t.TempDir()
 	write(t, filepath.Join(other, "tool.sh"), "echo a\n", 0o750)
 	abs := filepath.Join(other, "tool.sh")
-	sum, err := Apply("*** Begin Patch\n*** Update File: "+abs+"\n*** Move to: bin/tool.sh\n-echo a\n+echo b\n*** End Patch", root)
+	sum, err := Apply(context.Background(), "*** Begin Patch\n*** Update File: "+abs+"\n*** Move to: bin/tool.sh\n-echo a\n+echo b\n*** End Patch", root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +142,7 @@ func TestAbsolutePathsAndMoveKeepsMode(t *testing.T) {
 
 func TestNewFileModeFollowsUmask(t *testing.T) {
 	root := t.TempDir()
-	if _, err := Apply("*** Begin Patch\n*** Add File: n.txt\n+x\n*** End Patch", root); err != nil {
+	if _, err := Apply(context.Background(), "*** Begin Patch\n*** Add File: n.txt\n+x\n*** End Patch", root); err != nil {
 		t.Fatal(err)
 	}
 	probe := filepath.Join(root, "probe")
@@ -160,11 +161,11 @@ func TestPrepareRefusesNonRegularFiles(t *testing.T) {
 	if err := os.Symlink("/dev/null", filepath.Join(root, "null")); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Apply("*** Begin Patch\n*** Add File: null\n+x\n*** End Patch", root)
+	_, err := Apply(context.Background(), "*** Begin Patch\n*** Add File: null\n+x\n*** End Patch", root)
 	if err == nil || !strings.Contains(err.Error(), "Failed to write file null: not a regular file") {
 		t.Errorf("Add over /dev/null: %v", err)
 	}
-	_, err = Apply("*** Begin Patch\n*** Update File: null\n+x\n*** End Patch", root)
+	_, err = Apply(context.Background(), "*** Begin Patch\n*** Update File: null\n+x\n*** End Patch", root)
 	if err == nil || !strings.Contains(err.Error(), "Failed to read file to update null: not a regular file") {
 		t.Errorf("Update of /dev/null: %v", err)
 	}
@@ -175,7 +176,7 @@ func TestUnchangedFileIsNotRewritten(t *testing.T) {
 	p := filepath.Join(root, "same.txt")
 	write(t, p, "a\nb\n", 0o644)
 	before, _ := os.Stat(p)
-	if _, err := Apply("*** Begin Patch\n*** Update File: same.txt\n@@\n a\n-b\n+b\n*** End Patch", root); err != nil {
+	if _, err := Apply(context.Background(), "*** Begin Patch\n*** Update File: same.txt\n@@\n a\n-b\n+b\n*** End Patch", root); err != nil {
 		t.Fatal(err)
 	}
 	after, _ := os.Stat(p)

@@ -83,8 +83,9 @@ func lstat(p string) (entry, error) {
 	return e, err
 }
 
-// readFile reads the regular file p.
-func readFile(p string) ([]byte, error) {
+// readFile reads the regular file p, or fails with errTooLarge when it
+// holds more than limit bytes.
+func readFile(p string, limit int64) ([]byte, error) {
 	var data []byte
 	err := inDir(p, func(dfd int, name string) error {
 		f, size, err := openRegular(dfd, name, p, unix.O_RDONLY)
@@ -92,6 +93,9 @@ func readFile(p string) ([]byte, error) {
 			return err
 		}
 		defer f.Close()
+		if size > limit {
+			return errTooLarge
+		}
 		// Sized from fstat, so a large file is read without regrowing;
 		// it may still change size while read.
 		data = make([]byte, 0, size+1)
@@ -101,10 +105,12 @@ func readFile(p string) ([]byte, error) {
 			}
 			n, err := f.Read(data[len(data):cap(data)])
 			data = data[:len(data)+n]
-			if errors.Is(err, io.EOF) {
+			switch {
+			case int64(len(data)) > limit:
+				return errTooLarge
+			case errors.Is(err, io.EOF):
 				return nil
-			}
-			if err != nil {
+			case err != nil:
 				return err
 			}
 		}
@@ -236,6 +242,45 @@ func rewrite(dfd int, name, p string, data []byte) error {
 func remove(p string) error {
 	return inDir(p, func(dfd int, name string) error {
 		_, err := retry(func() (int, error) { return 0, unix.Unlinkat(dfd, name, 0) })
+		return err
+	})
+}
+
+// setAside renames the file or symlink p to a new hidden name in its
+// directory and returns that name's path: a removal that rename can take
+// back, whatever the file's size.
+func setAside(p string) (string, error) {
+	var aside string
+	err := inDir(p, func(dfd int, name string) error {
+		base := name
+		if len(base) > 200 { // leave room for the suffix within NAME_MAX
+			base = base[:200]
+		}
+		for i := 0; ; i++ {
+			tmp := fmt.Sprintf(".%s.execd-deleted-%d-%d", base, os.Getpid(), i)
+			// RENAME_NOREPLACE would say EEXIST atomically, but not on
+			// every system: look first, and never replace a file.
+			var st unix.Stat_t
+			if err := unix.Fstatat(dfd, tmp, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil {
+				if i < 100 {
+					continue
+				}
+				return syscall.EEXIST
+			}
+			if _, err := retry(func() (int, error) { return 0, unix.Renameat(dfd, name, dfd, tmp) }); err != nil {
+				return err
+			}
+			aside = filepath.Join(filepath.Dir(p), tmp)
+			return nil
+		}
+	})
+	return aside, err
+}
+
+// putBack renames aside (from setAside) back to p.
+func putBack(aside, p string) error {
+	return inDir(p, func(dfd int, name string) error {
+		_, err := retry(func() (int, error) { return 0, unix.Renameat(dfd, filepath.Base(aside), dfd, name) })
 		return err
 	})
 }

@@ -1,6 +1,7 @@
 package patch
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -60,7 +61,7 @@ func FuzzApply(f *testing.F) {
 		write(t, filepath.Join(root, "dir", "b.txt"), "b1\r\nb2\r\n", 0o755)
 		write(t, filepath.Join(root, "f.txt"), "no final newline", 0o600)
 		before := snapshot(t, root)
-		_, err = Apply(text, root)
+		_, err = Apply(context.Background(), text, root)
 		if err == nil {
 			return
 		}

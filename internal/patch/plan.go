@@ -1,13 +1,16 @@
 package patch
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // ErrNoChanges is a patch without hunks (SPEC §6.3).
@@ -20,7 +23,20 @@ type Plan struct {
 	files   []*file          // in the order the patch first touches them
 	byReal  map[string]*file // the same, by real path
 	summary Summary
+	listed  map[string]bool // "A path", "M path", "D path" already in summary
+	read    int64           // bytes of files read so far
 }
+
+// kind is what is at a path.
+type kind int
+
+const (
+	absent kind = iota
+	regular
+	directory
+	link
+	special // a FIFO, a device, a socket: never replaced or removed
+)
 
 // file is one path a patch touches: what is there now and what the patch
 // leaves there.
@@ -30,13 +46,14 @@ type file struct {
 
 	existed bool   // something is at real now
 	was     entry  // what, when existed
-	old     []byte // its content, when a regular file
+	old     []byte // its content, once read (a regular file the patch writes over)
 	link    string // its target, when a symlink
 
-	exists bool    // the patch leaves a file at real
-	dir    bool    // real is a directory (that no patch replaces)
-	data   []byte  // the file the patch leaves, when exists
-	perm   *uint32 // its mode; nil means a new file's default
+	kind    kind    // what the patch leaves at real
+	written bool    // the patch gives it content: data
+	data    []byte  // the content of a regular file, once read or written
+	perm    *uint32 // the mode it gets; nil means a new file's default
+	owner   *entry  // whose it is; nil means the process's
 }
 
 // Summary is what a patch changed, paths as written in the patch (SPEC
@@ -66,16 +83,26 @@ type Target struct {
 	Real string // absolute, symlinks resolved
 }
 
-// Prepare reads every file p touches and computes what each becomes,
-// with cwd (absolute) the directory relative paths start from. Nothing
-// is written. Its errors are the messages of SPEC §6.5, naming the path
-// as written.
-func Prepare(p *Patch, cwd string) (*Plan, error) {
+// Limits on what one patch reads, so that a huge file (a sparse one
+// costs nothing to make) cannot exhaust execd's memory.
+const (
+	maxFileSize  = 64 << 20
+	maxPatchRead = 256 << 20
+)
+
+// Prepare reads the files p changes and computes what each becomes, with
+// cwd (absolute) the directory relative paths start from. Nothing is
+// written. Its errors are the messages of SPEC §6.5, naming the path as
+// written, or ctx's cause when it ends first.
+func Prepare(ctx context.Context, p *Patch, cwd string) (*Plan, error) {
 	if len(p.Hunks) == 0 {
 		return nil, ErrNoChanges
 	}
-	pl := &Plan{byReal: map[string]*file{}}
+	pl := &Plan{byReal: map[string]*file{}, listed: map[string]bool{}}
 	for _, h := range p.Hunks {
+		if err := context.Cause(ctx); err != nil {
+			return nil, err
+		}
 		var err error
 		switch h.Op {
 		case Add:
@@ -83,7 +110,7 @@ func Prepare(p *Patch, cwd string) (*Plan, error) {
 		case Delete:
 			err = pl.delete(cwd, h)
 		case Update:
-			err = pl.update(cwd, h)
+			err = pl.update(ctx, cwd, h)
 		}
 		if err != nil {
 			return nil, err
@@ -105,44 +132,60 @@ func (pl *Plan) Targets() []Target {
 	return ts
 }
 
+// list adds path to the summary under tag (A, M or D), once.
+func (pl *Plan) list(tag, path string) {
+	if pl.listed[tag+" "+path] {
+		return
+	}
+	pl.listed[tag+" "+path] = true
+	switch tag {
+	case "A":
+		pl.summary.Added = append(pl.summary.Added, path)
+	case "M":
+		pl.summary.Modified = append(pl.summary.Modified, path)
+	default:
+		pl.summary.Deleted = append(pl.summary.Deleted, path)
+	}
+}
+
 func (pl *Plan) add(cwd string, h Hunk) error {
 	f, err := pl.writable(cwd, h.Path)
 	if err != nil {
 		return err
 	}
-	f.exists, f.data = true, []byte(h.Contents)
-	pl.summary.Added = appendNew(pl.summary.Added, h.Path)
+	f.kind, f.written, f.data = regular, true, []byte(h.Contents)
+	pl.list("A", h.Path)
 	return nil
 }
 
 func (pl *Plan) delete(cwd string, h Hunk) error {
-	real, err := resolve(cwd, h.Path, false)
+	real, err := pl.resolve(cwd, h.Path, false)
 	var f *file
 	if err == nil {
 		f, err = pl.state(real, h.Path)
 	}
 	// Only a file or a symlink: a directory is not a file, and nothing
 	// else could be put back if a later write failed.
-	if err != nil || !f.exists || f.dir || (f.data == nil && f.link == "") {
+	if err != nil || (f.kind != regular && f.kind != link) {
 		return failf("Failed to delete file %s", h.Path)
 	}
-	f.exists, f.data = false, nil
-	pl.summary.Deleted = appendNew(pl.summary.Deleted, h.Path)
+	f.kind, f.written, f.data = absent, false, nil
+	pl.list("D", h.Path)
 	return nil
 }
 
-func (pl *Plan) update(cwd string, h Hunk) error {
+func (pl *Plan) update(ctx context.Context, cwd string, h Hunk) error {
 	f, err := pl.updatable(cwd, h.Path)
 	if err != nil {
 		return failf("Failed to read file to update %s: %s", h.Path, describe(err))
 	}
-	data, err := applyChunks(f.data, h.Chunks, h.Path)
+	data, err := applyChunks(ctx, f.data, h.Chunks, h.Path)
 	if err != nil {
 		return err
 	}
 	if h.MoveTo == "" {
-		f.data = data
-		pl.summary.Modified = appendNew(pl.summary.Modified, h.Path)
+		f.written, f.data = true, data
+		pl.list("M", h.Path)
 		return nil
 	}
 	dest, err := pl.writable(cwd, h.MoveTo)
@@ -150,21 +193,22 @@ func (pl *Plan) update(cwd string, h Hunk) error {
 		return err
 	}
 	if dest != f {
-		if !dest.exists || dest.perm == nil {
-			dest.perm = f.perm // a new file takes the mode of the one it replaces
+		if dest.kind == absent {
+			dest.perm, dest.owner = f.perm, f.owner // a moved file keeps its mode and owner
 		}
-		f.exists, f.data = false, nil
+		f.kind, f.written, f.data = absent, false, nil
 	}
-	dest.exists, dest.data = true, data
-	pl.summary.Modified = appendNew(pl.summary.Modified, h.MoveTo)
+	dest.kind, dest.written, dest.data = regular, true, data
+	pl.list("M", h.MoveTo)
 	return nil
 }
 
 // writable returns the state of the file an Add or a Move writes at name,
 // following a symlink to the file it names, once it is known that the
-// file can be written there.
+// file can be written there; what is there now is read, to be put back
+// if the patch fails.
 func (pl *Plan) writable(cwd, name string) (*file, error) {
-	real, err := resolve(cwd, name, true)
+	real, err := pl.resolve(cwd, name, true)
 	if err == nil {
 		err = pl.checkParents(real)
 	}
@@ -172,12 +216,15 @@ func (pl *Plan) writable(cwd, name string) (*file, error) {
 		return nil, failf("Failed to create parent directories for %s: %s", name, describe(err))
 	}
 	f, err := pl.state(real, name)
-	switch {
-	case err != nil:
-	case f.dir:
-		err = syscall.EISDIR
-	case f.exists && f.data == nil:
-		err = errNotRegular // a FIFO, a device: not ours to replace
+	if err == nil {
+		switch f.kind {
+		case directory:
+			err = syscall.EISDIR
+		case special, link: // a link only if the lookup loops back to it
+			err = errNotRegular
+		case regular:
+			err = pl.load(f)
+		}
 	}
 	if err != nil {
 		return nil, failf("Failed to write file %s: %s", name, describe(err))
@@ -185,54 +232,69 @@ func (pl *Plan) writable(cwd, name string) (*file, error) {
 	return f, nil
 }
 
-// updatable returns the state of the existing file an Update changes.
+// updatable returns the state of the existing file an Update changes,
+// with its content.
 func (pl *Plan) updatable(cwd, name string) (*file, error) {
-	real, err := resolve(cwd, name, true)
+	real, err := pl.resolve(cwd, name, true)
 	if err != nil {
 		return nil, err
 	}
 	f, err := pl.state(real, name)
-	switch {
-	case err != nil:
+	if err != nil {
 		return nil, err
-	case f.dir:
-		return nil, syscall.EISDIR
-	case !f.exists:
+	}
+	switch f.kind {
+	case absent:
 		return nil, syscall.ENOENT
-	case f.data == nil:
+	case directory:
+		return nil, syscall.EISDIR
+	case special, link:
 		return nil, errNotRegular
 	}
-	return f, nil
+	return f, pl.load(f)
+}
+
+// errTooLarge is a file larger than a patch may read.
+var errTooLarge = fmt.Errorf("it is larger than %d MiB, the most a patch reads", maxFileSize>>20)
+
+// load reads the content of the regular file f the first time it is
+// needed.
+func (pl *Plan) load(f *file) error {
+	if f.data != nil || f.written {
+		return nil
+	}
+	data, err := readFile(f.real, min(maxFileSize, maxPatchRead-pl.read))
+	if errors.Is(err, errTooLarge) && pl.read > 0 {
+		return fmt.Errorf("the files of this patch are larger than %d MiB together, the most a patch reads", maxPatchRead>>20)
+	}
+	if err != nil {
+		return err
+	}
+	pl.read += int64(len(data))
+	f.old, f.data = data, data
+	return nil
 }
 
 // checkParents reports whether the directories above real exist or can
 // be created, as the patch leaves them so far.
 func (pl *Plan) checkParents(real string) error {
 	for dir := filepath.Dir(real); dir != "/"; dir = filepath.Dir(dir) {
-		if f, ok := pl.byReal[dir]; ok && !f.dir {
-			if f.exists {
-				return syscall.ENOTDIR
-			}
-			continue // removed by the patch first: it can become a directory
-		}
-		e, err := lstat(dir)
+		e, err := pl.lstat(dir)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			continue
+			continue // to be created
 		case err != nil:
 			return err
 		case e.isDir():
 			return nil // and so is everything above it
 		}
-		if f, ok := pl.byReal[dir]; !ok || f.exists {
-			return syscall.ENOTDIR
-		}
+		return syscall.ENOTDIR
 	}
 	return nil
 }
 
-// state returns the file at real as the patch leaves it so far, reading
-// it from disk when the patch first touches it.
+// state returns the file at real as the patch leaves it so far, looking
+// at the disk when the patch first touches it.
 func (pl *Plan) state(real, name string) (*file, error) {
 	if f, ok := pl.byReal[real]; ok {
 		return f, nil
@@ -244,23 +306,20 @@ func (pl *Plan) state(real, name string) (*file, error) {
 	case err != nil:
 		return nil, err
 	default:
-		f.existed, f.exists, f.was = true, true, e
-		perm := e.perm()
+		f.existed, f.was = true, e
 		switch {
 		case e.isDir():
-			f.dir = true
+			f.kind = directory
 		case e.isSymlink():
+			f.kind = link
 			if f.link, err = readlink(real); err != nil {
 				return nil, err
 			}
 		case e.isRegular():
-			if f.old, err = readFile(real); err != nil {
-				return nil, err
-			}
-			if f.old == nil {
-				f.old = []byte{}
-			}
-			f.data, f.perm = f.old, &perm
+			perm := e.perm()
+			f.kind, f.perm, f.owner = regular, &perm, &f.was
+		default:
+			f.kind = special
 		}
 	}
 	pl.files = append(pl.files, f)
@@ -268,15 +327,42 @@ func (pl *Plan) state(real, name string) (*file, error) {
 	return f, nil
 }
 
+// lstat is what is at p as the patch leaves it so far.
+func (pl *Plan) lstat(p string) (entry, error) {
+	f, ok := pl.byReal[p]
+	if !ok {
+		var st unix.Stat_t
+		if err := unix.Lstat(p, &st); err != nil {
+			return entry{}, err
+		}
+		return entry{mode: uint32(st.Mode), uid: st.Uid, gid: st.Gid}, nil
+	}
+	switch f.kind {
+	case absent:
+		return entry{}, syscall.ENOENT
+	case directory:
+		return entry{mode: unix.S_IFDIR}, nil
+	case link:
+		return entry{mode: unix.S_IFLNK}, nil
+	case regular:
+		return entry{mode: unix.S_IFREG}, nil
+	}
+	return f.was, nil
+}
+
 // resolve returns the real path of name, relative to cwd unless absolute:
 // every symlink on the way resolved, the last component's too when
-// follow is set.
-func resolve(cwd, name string, follow bool) (string, error) {
+// follow is set. A name that ends with "/", "/." or "/.." names a
+// directory, never a file.
+func (pl *Plan) resolve(cwd, name string, follow bool) (string, error) {
+	if base := filepath.Base(name); strings.HasSuffix(name, "/") || base == "." || base == ".." {
+		return "", syscall.EISDIR
+	}
 	p := name
 	if !filepath.IsAbs(p) {
 		p = cwd + "/" + p
 	}
-	return realPath(p, follow)
+	return pl.realPath(p, follow)
 }
 
 // maxLinks bounds the symlinks one path may pass, as the kernel does.
@@ -284,12 +370,17 @@ const maxLinks = 40
 
 // realPath resolves the symlinks of the absolute path p one component at
 // a time as the kernel would (a ".." after a link leaves the link's
-// target). Components that do not exist are kept as written.
-func realPath(p string, followLast bool) (string, error) {
+// target), on the files as the patch leaves them so far. Components that
+// do not exist are kept as written. A path longer than the kernel takes
+// is ENAMETOOLONG.
+func (pl *Plan) realPath(p string, followLast bool) (string, error) {
 	todo := strings.Split(p, "/")
 	cur := "/"
 	links := 0
 	for len(todo) > 0 {
+		if len(p) > unix.PathMax || len(cur) > unix.PathMax {
+			return "", syscall.ENAMETOOLONG
+		}
 		c := todo[0]
 		todo = todo[1:]
 		switch c {
@@ -303,7 +394,7 @@ func realPath(p string, followLast bool) (string, error) {
 		if len(todo) == 0 && !followLast {
 			return next, nil
 		}
-		e, err := lstat(next)
+		e, err := pl.lstat(next)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			cur = next
@@ -317,16 +408,28 @@ func realPath(p string, followLast bool) (string, error) {
 		if links++; links > maxLinks {
 			return "", syscall.ELOOP
 		}
-		target, err := readlink(next)
+		target, err := pl.readlink(next)
 		if err != nil {
 			return "", err
 		}
 		if filepath.IsAbs(target) {
 			cur = "/"
 		}
+		p = target // for the length check
 		todo = append(strings.Split(target, "/"), todo...)
 	}
+	if len(cur) > unix.PathMax {
+		return "", syscall.ENAMETOOLONG
+	}
 	return cur, nil
+}
+
+// readlink is the target of the symlink at p.
+func (pl *Plan) readlink(p string) (string, error) {
+	if f, ok := pl.byReal[p]; ok && f.kind == link {
+		return f.link, nil
+	}
+	return os.Readlink(p)
 }
 
 // describe words err as the compat messages do: "No such file or
@@ -343,25 +446,18 @@ func describe(err error) string {
 	return err.Error()
 }
 
-func appendNew(list []string, s string) []string {
-	if slices.Contains(list, s) {
-		return list
-	}
-	return append(list, s)
-}
-
 // Apply parses text, prepares it against cwd and commits it: the whole
 // of `execd apply-patch`.
-func Apply(text, cwd string) (Summary, error) {
+func Apply(ctx context.Context, text, cwd string) (Summary, error) {
 	p, err := Parse(text)
 	if err != nil {
 		return Summary{}, err
 	}
-	pl, err := Prepare(p, cwd)
+	pl, err := Prepare(ctx, p, cwd)
 	if err != nil {
 		return Summary{}, err
 	}
-	if err := pl.Commit(); err != nil {
+	if err := pl.Commit(ctx); err != nil {
 		return Summary{}, err
 	}
 	return pl.Summary(), nil

@@ -1,6 +1,7 @@
 package patch
 
 import (
+	"context"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -31,7 +32,7 @@ func TestScenarios(t *testing.T) {
 			text := readString(t, filepath.Join(dir, "patch.txt"))
 			want := readString(t, filepath.Join(dir, "output.txt"))
 
-			sum, err := Apply(text, root)
+			sum, err := Apply(context.Background(), text, root)
 			got := sum.String()
 			if err != nil {
 				got = err.Error() + "\n"

@@ -1,6 +1,7 @@
 package patch
 
 import (
+	"context"
 	"strings"
 	"unicode"
 )
@@ -10,7 +11,17 @@ import (
 type text struct {
 	lines []string
 	norm  []string // normalize of each line, once a search needed it
+	// ctx ends a search early: a pathological patch (thousands of equal
+	// lines) can take a while.
+	ctx context.Context
 }
+
+// checkEvery is how many candidate positions a search tries between two
+// looks at its context.
+const checkEvery = 1 << 12
+
+// stopped returns the context's cause once it has ended.
+func (t *text) stopped() error { return context.Cause(t.ctx) }
 
 // seek returns the first index at or after start where pattern occurs in
 // t, or -1. When eof is set only the position that ends at the end of the
@@ -35,6 +46,9 @@ func (t *text) seek(pattern []string, start int, eof bool) int {
 		strings.TrimSpace,
 	}
 	for _, form := range passes {
+		if t.ctx.Err() != nil {
+			return -1
+		}
 		want := pattern
 		if form != nil {
 			want = mapLines(pattern, form)
@@ -46,15 +60,18 @@ func (t *text) seek(pattern []string, start int, eof bool) int {
 	if t.norm == nil {
 		t.norm = mapLines(t.lines, normalize)
 	}
-	return findIn(t.norm, mapLines(pattern, normalize), start, last)
+	return t.findIn(t.norm, mapLines(pattern, normalize), start, last)
 }
 
 // find looks for want (already in form) among the lines in form.
 func (t *text) find(want []string, start, last int, form func(string) string) int {
 	if form == nil {
-		return findIn(t.lines, want, start, last)
+		return t.findIn(t.lines, want, start, last)
 	}
 	for i := start; i <= last; i++ {
+		if (i-start)%checkEvery == checkEvery-1 && t.ctx.Err() != nil {
+			return -1
+		}
 		if form(t.lines[i]) != want[0] {
 			continue
 		}
@@ -69,8 +86,11 @@ func (t *text) find(want []string, start, last int, form func(string) string) in
 	return -1
 }
 
-func findIn(lines, want []string, start, last int) int {
+func (t *text) findIn(lines, want []string, start, last int) int {
 	for i := start; i <= last; i++ {
+		if (i-start)%checkEvery == checkEvery-1 && t.ctx.Err() != nil {
+			return -1
+		}
 		if lines[i] != want[0] {
 			continue
 		}

@@ -45,9 +45,10 @@ func gitFile(path, prefix string) (string, error) {
 // gitRepository returns the directories git, working in dir, uses behind
 // the .git entry at git (symlinks resolved): the repository, from a
 // "gitdir: X" file or the entry itself, and its common directory when a
-// commondir file names one, with the files read on the way. It resolves
-// with filepath.EvalSymlinks and is for the macOS profile; the Linux
-// helper walks the same steps pinning what it passes.
+// commondir file names one, with the files read on the way and the
+// symlinks passed to reach them. It is for the macOS profile and execd's
+// own check of patches; the Linux helper walks the same steps pinning
+// what it passes.
 func gitRepository(dir, git string) (files, dirs []string) {
 	repo := git
 	if fi, err := os.Stat(git); err == nil && fi.Mode().IsRegular() {
@@ -55,12 +56,15 @@ func gitRepository(dir, git string) (files, dirs []string) {
 		if err != nil {
 			return nil, nil
 		}
-		if repo, err = filepath.EvalSymlinks(join(dir, target)); err != nil {
-			return nil, nil
+		var links []string
+		if repo, links, err = evalLinks(join(dir, target)); err != nil {
+			return links, nil
 		}
+		files = append(files, links...)
 		dirs = append(dirs, repo)
 	}
-	commondir, err := filepath.EvalSymlinks(filepath.Join(repo, "commondir"))
+	commondir, links, err := evalLinks(filepath.Join(repo, "commondir"))
+	files = append(files, links...)
 	if err != nil {
 		return files, dirs
 	}
@@ -69,10 +73,64 @@ func gitRepository(dir, git string) (files, dirs []string) {
 		return files, dirs
 	}
 	files = append(files, commondir)
-	if common, err = filepath.EvalSymlinks(join(repo, common)); err == nil {
+	common, links, err = evalLinks(join(repo, common))
+	files = append(files, links...)
+	if err == nil {
 		dirs = append(dirs, common)
 	}
 	return files, dirs
+}
+
+// maxLinks is how many symlinks one lookup may pass, as in the kernel.
+const maxLinks = 40
+
+// evalLinks resolves the symlinks of path as the kernel would (a ".."
+// after a link leaves the link's target) and returns the result with
+// every symlink it passed: removing or replacing any of them would lead
+// the path elsewhere.
+func evalLinks(path string) (string, []string, error) {
+	var links []string
+	cur := "/"
+	if !filepath.IsAbs(path) {
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", nil, err
+		}
+		cur = wd
+	}
+	todo := strings.Split(path, "/")
+	for len(todo) > 0 {
+		c := todo[0]
+		todo = todo[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			cur = filepath.Dir(cur)
+			continue
+		}
+		next := filepath.Join(cur, c)
+		fi, err := os.Lstat(next)
+		if err != nil {
+			return "", links, err
+		}
+		if fi.Mode()&os.ModeSymlink == 0 {
+			cur = next
+			continue
+		}
+		if links = append(links, next); len(links) > maxLinks {
+			return "", links, unix.ELOOP
+		}
+		target, err := os.Readlink(next)
+		if err != nil {
+			return "", links, err
+		}
+		if filepath.IsAbs(target) {
+			cur = "/"
+		}
+		todo = append(strings.Split(target, "/"), todo...)
+	}
+	return cur, links, nil
 }
 
 // join is path relative to dir, or path if absolute.

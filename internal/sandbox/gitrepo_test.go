@@ -36,7 +36,10 @@ func TestGitRepository(t *testing.T) {
 	}{
 		{"absolute gitdir", "gitdir: " + gitdir + "\n", []string{filepath.Join(gitdir, "commondir")}, []string{gitdir, common}},
 		{"trailing space is part of the path", "gitdir: " + gitdir + " \n", []string{filepath.Join(gitdir+" ", "commondir")}, []string{gitdir + " ", common}},
-		{"relative, with .. after a symlink (not cleaned as text)", "gitdir: ../via/../../main/.git/worktrees/w", []string{filepath.Join(gitdir, "commondir")}, []string{gitdir, common}},
+		// The symlink passed is protected too: removing it would lead
+		// the gitdir elsewhere.
+		{"relative, with .. after a symlink (not cleaned as text)", "gitdir: ../via/../../main/.git/worktrees/w",
+			[]string{filepath.Join(base, "via"), filepath.Join(gitdir, "commondir")}, []string{gitdir, common}},
 		{"no space after the colon", "gitdir:" + gitdir, nil, nil},
 		{"no path", "gitdir: \n", nil, nil},
 		{"missing target", "gitdir: /nonexistent", nil, nil},
@@ -54,7 +57,8 @@ func TestGitRepository(t *testing.T) {
 		t.Fatal(err)
 	}
 	files, dirs := gitRepository(filepath.Join(base, "w"), dotgit)
-	if !slices.Equal(files, []string{cdFile}) || !slices.Equal(dirs, []string{common}) {
-		t.Errorf(".git directory with a commondir symlink: %q, %q; want %q, %q", files, dirs, []string{cdFile}, []string{common})
+	wantFiles := []string{filepath.Join(dotgit, "commondir"), cdFile}
+	if !slices.Equal(files, wantFiles) || !slices.Equal(dirs, []string{common}) {
+		t.Errorf(".git directory with a commondir symlink: %q, %q; want %q, %q", files, dirs, wantFiles, []string{common})
 	}
 }

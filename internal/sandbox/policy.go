@@ -111,12 +111,12 @@ func (s Settings) Roots(cwd string, env []string) []Root {
 }
 
 // ProtectedPaths lists what stays read-only inside roots (SPEC §8.2), for
-// the macOS profile (the Linux helper looks them up itself, through
-// descriptors): for
-// each name that exists directly in a root, the entry itself (a symlink
-// included, so it cannot be swapped), its target when it is a symlink,
-// and behind .git the repository git would use and its common directory
-// (gitRepository).
+// the macOS profile and execd's check of patches (the Linux helper looks
+// them up itself, through descriptors): for each name that exists
+// directly in a root, the entry itself (a symlink included, so it cannot
+// be swapped), its target when it is a symlink, and behind .git the
+// repository git would use and its common directory (gitRepository),
+// with every symlink passed on the way to each, which the helper pins.
 func ProtectedPaths(roots, names []string) []string {
 	var out []string
 	add := func(p string) {
@@ -137,7 +137,12 @@ func ProtectedPaths(roots, names []string) []string {
 			add(p)
 			final := p
 			if fi.Mode()&os.ModeSymlink != 0 {
-				if final, err = filepath.EvalSymlinks(p); err != nil {
+				var links []string
+				final, links, err = evalLinks(p)
+				for _, l := range links {
+					add(l)
+				}
+				if err != nil {
 					continue
 				}
 				add(final)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -50,7 +51,7 @@ func patchBench(bin, dir string) error {
 		}
 		return err
 	}
-	inProcess := func(text string) error { _, err := patch.Apply(text, work); return err }
+	inProcess := func(text string) error { _, err := patch.Apply(context.Background(), text, work); return err }
 	git := func(args ...string) error {
 		cmd := exec.Command("git", append([]string{"apply"}, args...)...)
 		cmd.Dir = work
