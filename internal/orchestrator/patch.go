@@ -48,7 +48,7 @@ var errPatchMoved = &patch.Error{Msg: "The files of the patch changed while it w
 // ApplyPatch applies a patch with the approval rules of SPEC §7.6: every
 // file in a writable root (not a protected path), or remembered by
 // allow_session, goes ahead unasked except under untrusted; any other
-// needs the user's approval, which never refuses. Paths are checked as
+// needs the user's approval, and approval_policy never refuses it. Paths are checked as
 // the kernel resolves them, symlinks included, and written without
 // following links that appear later. Errors are those of a call that
 // changed nothing without trying (*WorkdirError, *RefusedError,
@@ -59,7 +59,12 @@ func (o *Orchestrator) ApplyPatch(ctx context.Context, req PatchRequest) (*Patch
 	if err != nil {
 		return nil, err
 	}
-	failed := func(err error) (*PatchResult, error) { return &PatchResult{Err: err, Duration: time.Since(start)}, nil }
+	failed := func(err error) (*PatchResult, error) {
+		if ctx.Err() != nil { // Prepare stopped because the call ended
+			return nil, context.Cause(ctx)
+		}
+		return &PatchResult{Err: err, Duration: time.Since(start)}, nil
+	}
 	p, err := patch.Parse(req.Patch)
 	if err != nil {
 		return failed(err)
