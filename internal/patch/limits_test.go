@@ -180,3 +180,21 @@ func TestStoppedPatchesChangeNothing(t *testing.T) {
 		t.Errorf("Prepare = %v, want the deadline", err)
 	}
 }
+
+// TestDeleteThenAddIsRestored: a file removed then added by one patch
+// comes back with its content when a later hunk fails.
+func TestDeleteThenAddIsRestored(t *testing.T) {
+	root := t.TempDir()
+	write(t, filepath.Join(root, "a"), "precious\n", 0o640)
+	pl := mustPrepare(t, "*** Begin Patch\n*** Delete File: a\n*** Add File: a\n+new\n*** Add File: sub/x\n+x\n*** End Patch", root)
+	write(t, filepath.Join(root, "sub"), "in the way\n", 0o644)
+	if err := pl.Commit(context.Background()); err == nil {
+		t.Fatal("Commit did not fail")
+	}
+	if got := snapshot(t, root)["a"]; got != `file 0644 "precious\n"` {
+		t.Errorf("a = %s", got)
+	}
+	if fi, _ := os.Stat(filepath.Join(root, "a")); fi.Mode().Perm() != 0o640 {
+		t.Errorf("mode %v", fi.Mode())
+	}
+}

@@ -222,7 +222,7 @@ func (pl *Plan) writable(cwd, name string) (*file, error) {
 			err = syscall.EISDIR
 		case special, link: // a link only if the lookup loops back to it
 			err = errNotRegular
-		case regular:
+		default: // what an earlier hunk removed is put back too if this fails
 			err = pl.load(f)
 		}
 	}
@@ -257,10 +257,11 @@ func (pl *Plan) updatable(cwd, name string) (*file, error) {
 // errTooLarge is a file larger than a patch may read.
 var errTooLarge = fmt.Errorf("it is larger than %d MiB, the most a patch reads", maxFileSize>>20)
 
-// load reads the content of the regular file f the first time it is
-// needed.
+// load reads what the regular file at f held before the patch, the first
+// time it is needed: to update it, or to put it back if the patch fails
+// after writing over it.
 func (pl *Plan) load(f *file) error {
-	if f.data != nil || f.written {
+	if f.old != nil || !f.existed || !f.was.isRegular() {
 		return nil
 	}
 	data, err := readFile(f.real, min(maxFileSize, maxPatchRead-pl.read))
@@ -271,7 +272,10 @@ func (pl *Plan) load(f *file) error {
 		return err
 	}
 	pl.read += int64(len(data))
-	f.old, f.data = data, data
+	f.old = data
+	if f.kind == regular && !f.written {
+		f.data = data
+	}
 	return nil
 }
 
