@@ -16,11 +16,12 @@ var allowedInternal = map[string][]string{
 	"rpc":       nil,        // JSON-RPC framing knows nothing of tools or processes
 	"procfs":    nil,        // reads /proc for the leaves below
 	"reaper":    {"procfs"}, // owns processes, takes no logger
-	"sandbox":   nil,        // restrictions and platform facts
+	"fspath":    nil,        // resolves paths as the kernel does
+	"sandbox":   {"fspath"}, // restrictions and platform facts
 	"procstore": nil,        // the session table and output buffers
 	"policy":    nil,        // what commands stand for and which may run unasked
 	"audit":     nil,        // appends the audit trail
-	"patch":     nil,        // parses and applies patches; knows no approvals
+	"patch":     {"fspath"}, // parses and applies patches; knows no approvals
 	"ptyio":     {"procfs"}, // terminals, and whether one waits for input
 	"proctest":  {"procfs"}, // test helper: finds processes by marker
 	// test helper: runs a test binary under the process's one Reaper

@@ -13,7 +13,7 @@ import (
 )
 
 // The file operations below take real paths (absolute, symlinks resolved
-// by realPath) and walk them from / one directory at a time without
+// by Plan.resolve) and walk them from / one directory at a time without
 // following any symlink: a directory swapped for a link after Prepare
 // resolved the path makes the operation fail instead of writing where
 // the link leads.

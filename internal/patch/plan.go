@@ -11,6 +11,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/execd/execd/internal/fspath"
 )
 
 // ErrNoChanges is a patch without hunks (SPEC §6.3).
@@ -366,67 +368,19 @@ func (pl *Plan) resolve(cwd, name string, follow bool) (string, error) {
 	if !filepath.IsAbs(p) {
 		p = cwd + "/" + p
 	}
-	return pl.realPath(p, follow)
+	real, _, err := fspath.Resolve(planView{pl}, p, fspath.Options{NoFollowLast: !follow, KeepMissing: true})
+	return real, err
 }
 
-// maxLinks bounds the symlinks one path may pass, as the kernel does.
-const maxLinks = 40
+// planView shows fspath the files as the patch leaves them so far.
+type planView struct{ pl *Plan }
 
-// realPath resolves the symlinks of the absolute path p one component at
-// a time as the kernel would (a ".." after a link leaves the link's
-// target), on the files as the patch leaves them so far. Components that
-// do not exist are kept as written. A path longer than the kernel takes
-// is ENAMETOOLONG.
-func (pl *Plan) realPath(p string, followLast bool) (string, error) {
-	todo := strings.Split(p, "/")
-	cur := "/"
-	links := 0
-	for len(todo) > 0 {
-		if len(p) > unix.PathMax || len(cur) > unix.PathMax {
-			return "", syscall.ENAMETOOLONG
-		}
-		c := todo[0]
-		todo = todo[1:]
-		switch c {
-		case "", ".":
-			continue
-		case "..":
-			cur = filepath.Dir(cur)
-			continue
-		}
-		next := filepath.Join(cur, c)
-		if len(todo) == 0 && !followLast {
-			return next, nil
-		}
-		e, err := pl.lstat(next)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			cur = next
-			continue
-		case err != nil:
-			return "", err
-		case !e.isSymlink():
-			cur = next
-			continue
-		}
-		if links++; links > maxLinks {
-			return "", syscall.ELOOP
-		}
-		target, err := pl.readlink(next)
-		if err != nil {
-			return "", err
-		}
-		if filepath.IsAbs(target) {
-			cur = "/"
-		}
-		p = target // for the length check
-		todo = append(strings.Split(target, "/"), todo...)
-	}
-	if len(cur) > unix.PathMax {
-		return "", syscall.ENAMETOOLONG
-	}
-	return cur, nil
+func (v planView) IsLink(p string) (bool, error) {
+	e, err := v.pl.lstat(p)
+	return e.isSymlink(), err
 }
+
+func (v planView) Readlink(p string) (string, error) { return v.pl.readlink(p) }
 
 // readlink is the target of the symlink at p.
 func (pl *Plan) readlink(p string) (string, error) {

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/execd/execd/internal/fspath"
 )
 
 // How git finds the repository behind a .git entry (SPEC §8.2), for the
@@ -81,56 +83,11 @@ func gitRepository(dir, git string) (files, dirs []string) {
 	return files, dirs
 }
 
-// maxLinks is how many symlinks one lookup may pass, as in the kernel.
-const maxLinks = 40
-
-// evalLinks resolves the symlinks of path as the kernel would (a ".."
-// after a link leaves the link's target) and returns the result with
-// every symlink it passed: removing or replacing any of them would lead
-// the path elsewhere.
+// evalLinks resolves the symlinks of the absolute path as the kernel
+// would and returns the result with every symlink it passed: removing or
+// replacing any of them would lead the path elsewhere.
 func evalLinks(path string) (string, []string, error) {
-	var links []string
-	cur := "/"
-	if !filepath.IsAbs(path) {
-		wd, err := os.Getwd()
-		if err != nil {
-			return "", nil, err
-		}
-		cur = wd
-	}
-	todo := strings.Split(path, "/")
-	for len(todo) > 0 {
-		c := todo[0]
-		todo = todo[1:]
-		switch c {
-		case "", ".":
-			continue
-		case "..":
-			cur = filepath.Dir(cur)
-			continue
-		}
-		next := filepath.Join(cur, c)
-		fi, err := os.Lstat(next)
-		if err != nil {
-			return "", links, err
-		}
-		if fi.Mode()&os.ModeSymlink == 0 {
-			cur = next
-			continue
-		}
-		if links = append(links, next); len(links) > maxLinks {
-			return "", links, unix.ELOOP
-		}
-		target, err := os.Readlink(next)
-		if err != nil {
-			return "", links, err
-		}
-		if filepath.IsAbs(target) {
-			cur = "/"
-		}
-		todo = append(strings.Split(target, "/"), todo...)
-	}
-	return cur, links, nil
+	return fspath.Resolve(fspath.Disk, path, fspath.Options{})
 }
 
 // join is path relative to dir, or path if absolute.

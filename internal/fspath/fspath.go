@@ -1,0 +1,118 @@
+// Package fspath resolves paths the way the kernel does: one component at
+// a time, a symlink's target spliced into what is left of the path (so a
+// ".." after a link leaves the link's target, where textual cleaning
+// would not), at most 40 links, at most PATH_MAX bytes. The files are
+// seen through a [View], so a caller may resolve against the state it is
+// about to create (a patch that removes a link before writing through
+// its name) rather than the disk.
+//
+// It reports every symlink it passes: whoever protects the final path
+// must protect those too, or one replaced link leads the path elsewhere.
+package fspath
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// View is how Resolve sees the files.
+type View interface {
+	// IsLink reports whether p is a symlink; an error wrapping
+	// fs.ErrNotExist when nothing is there.
+	IsLink(p string) (bool, error)
+	// Readlink returns the target of the symlink p.
+	Readlink(p string) (string, error)
+}
+
+// Disk is the View of the files as they are.
+var Disk View = disk{}
+
+type disk struct{}
+
+func (disk) IsLink(p string) (bool, error) {
+	var st unix.Stat_t
+	if err := unix.Lstat(p, &st); err != nil {
+		return false, &fs.PathError{Op: "lstat", Path: p, Err: err}
+	}
+	return st.Mode&unix.S_IFMT == unix.S_IFLNK, nil
+}
+
+func (disk) Readlink(p string) (string, error) { return os.Readlink(p) }
+
+// Options change how Resolve treats the last component and missing ones.
+type Options struct {
+	// NoFollowLast leaves a symlink in the last component as it is.
+	NoFollowLast bool
+	// KeepMissing keeps the components that do not exist as written,
+	// instead of failing with fs.ErrNotExist.
+	KeepMissing bool
+}
+
+// maxLinks is how many symlinks one lookup may pass, as in the kernel.
+const maxLinks = 40
+
+// Resolve returns the absolute path p with its symlinks resolved, and the
+// symlinks it passed, in order. Errors: ELOOP past 40 links,
+// ENAMETOOLONG past PATH_MAX, the View's (wrapping fs.ErrNotExist for a
+// missing component unless KeepMissing). A relative p is an error.
+func Resolve(v View, p string, opts Options) (string, []string, error) {
+	if !filepath.IsAbs(p) {
+		return "", nil, errors.New("fspath: " + p + " is not absolute")
+	}
+	if len(p) > unix.PathMax {
+		return "", nil, syscall.ENAMETOOLONG
+	}
+	var links []string
+	todo := strings.Split(p, "/")
+	cur := "/"
+	for len(todo) > 0 {
+		if len(cur) > unix.PathMax {
+			return "", links, syscall.ENAMETOOLONG
+		}
+		c := todo[0]
+		todo = todo[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			cur = filepath.Dir(cur) // cur has no symlinks: its parent is its prefix
+			continue
+		}
+		next := filepath.Join(cur, c)
+		if len(todo) == 0 && opts.NoFollowLast {
+			return next, links, nil
+		}
+		isLink, err := v.IsLink(next)
+		switch {
+		case errors.Is(err, fs.ErrNotExist) && opts.KeepMissing:
+			cur = next
+			continue
+		case err != nil:
+			return "", links, err
+		case !isLink:
+			cur = next
+			continue
+		}
+		if links = append(links, next); len(links) > maxLinks {
+			return "", links, syscall.ELOOP
+		}
+		target, err := v.Readlink(next)
+		if err != nil {
+			return "", links, err
+		}
+		if filepath.IsAbs(target) {
+			cur = "/"
+		}
+		todo = append(strings.Split(target, "/"), todo...)
+	}
+	if len(cur) > unix.PathMax {
+		return "", links, syscall.ENAMETOOLONG
+	}
+	return cur, links, nil
+}
