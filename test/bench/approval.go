@@ -24,17 +24,12 @@ func approvalLatency(bin, dir string, n int) error {
 	if err := os.WriteFile(rules, []byte(`prefix_rule(pattern=["true"], decision="prompt")`), 0o644); err != nil {
 		return err
 	}
-	config := fmt.Sprintf("[sandbox]\nmode = \"danger-full-access\"\n[rules]\nfiles = [%q]\n", rules)
-	sub := filepath.Join(dir, "asked")
-	if err := os.MkdirAll(filepath.Join(sub, "work"), 0o755); err != nil {
-		return err
-	}
-	cfg := filepath.Join(sub, "config.toml")
-	if err := os.WriteFile(cfg, []byte(config), 0o644); err != nil {
+	cfg, work, err := configured(dir, "asked", fmt.Sprintf("[sandbox]\nmode = \"danger-full-access\"\n[rules]\nfiles = [%q]\n", rules))
+	if err != nil {
 		return err
 	}
 	var asked atomic.Int64
-	asking, err := startWith(bin, cfg, filepath.Join(sub, "work"), map[string]any{"elicitation": map[string]any{}},
+	asking, err := startWith(bin, cfg, work, map[string]any{"elicitation": map[string]any{}},
 		func(method string) any {
 			if method != "elicitation/create" {
 				return map[string]any{}

@@ -27,12 +27,15 @@ const (
 // the tool is a round trip of its own), interleaved: each round applies
 // the change and its reverse with every method.
 func patchBench(bin, dir string) error {
-	d, err := daemonWith(bin, dir, "patch", "[sandbox]\nmode = \"workspace-write\"\nfail_closed = false\n")
+	cfg, work, err := configured(dir, "patch", "[sandbox]\nmode = \"workspace-write\"\nfail_closed = false\n")
+	if err != nil {
+		return err
+	}
+	d, err := start(bin, cfg, work)
 	if err != nil {
 		return err
 	}
 	defer d.stop()
-	work := filepath.Join(dir, "patch", "work")
 	target := filepath.Join(work, "big.txt")
 	orig, changed, fwd, back, diffFwd := patchInputs()
 	if err := os.WriteFile(target, []byte(orig), 0o644); err != nil {

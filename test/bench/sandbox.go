@@ -156,13 +156,21 @@ func sandboxedRoundTrip(bin, dir string, n int) error {
 
 // daemonWith starts execd with its own config and workspace.
 func daemonWith(bin, dir, name, config string) (*daemon, error) {
+	cfg, work, err := configured(dir, name, config)
+	if err != nil {
+		return nil, err
+	}
+	return start(bin, cfg, work)
+}
+
+// configured makes dir/name/ with config in config.toml and an empty
+// workspace, work, for a daemon.
+func configured(dir, name, config string) (cfg, work string, err error) {
 	sub := filepath.Join(dir, name)
-	if err := os.MkdirAll(filepath.Join(sub, "work"), 0o755); err != nil {
-		return nil, err
+	work = filepath.Join(sub, "work")
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return "", "", err
 	}
-	cfg := filepath.Join(sub, "config.toml")
-	if err := os.WriteFile(cfg, []byte(config), 0o644); err != nil {
-		return nil, err
-	}
-	return start(bin, cfg, filepath.Join(sub, "work"))
+	cfg = filepath.Join(sub, "config.toml")
+	return cfg, work, os.WriteFile(cfg, []byte(config), 0o644)
 }
