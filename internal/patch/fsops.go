@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -69,18 +70,14 @@ func inDir(p string, f func(dfd int, name string) error) error {
 	return f(dfd, filepath.Base(p))
 }
 
-// lstat returns p's entry, not following a final symlink.
+// lstat returns p's entry, not following a final symlink. It serves
+// planning: what Commit writes it reaches again without following links.
 func lstat(p string) (entry, error) {
-	var e entry
-	err := inDir(p, func(dfd int, name string) error {
-		var st unix.Stat_t
-		if _, err := retry(func() (int, error) { return 0, unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) }); err != nil {
-			return err
-		}
-		e = entry{mode: uint32(st.Mode), uid: st.Uid, gid: st.Gid}
-		return nil
-	})
-	return e, err
+	var st unix.Stat_t
+	if _, err := retry(func() (int, error) { return 0, unix.Lstat(p, &st) }); err != nil {
+		return entry{}, &fs.PathError{Op: "lstat", Path: p, Err: err}
+	}
+	return entry{mode: uint32(st.Mode), uid: st.Uid, gid: st.Gid}, nil
 }
 
 // readFile reads the regular file p, or fails with errTooLarge when it
@@ -283,21 +280,6 @@ func putBack(aside, p string) error {
 		_, err := retry(func() (int, error) { return 0, unix.Renameat(dfd, filepath.Base(aside), dfd, name) })
 		return err
 	})
-}
-
-// readlink returns the target of the symlink p.
-func readlink(p string) (string, error) {
-	var target string
-	err := inDir(p, func(dfd int, name string) error {
-		buf := make([]byte, unix.PathMax)
-		n, err := unix.Readlinkat(dfd, name, buf)
-		if err != nil {
-			return err
-		}
-		target = string(buf[:n])
-		return nil
-	})
-	return target, err
 }
 
 // symlink makes p a symlink to target.

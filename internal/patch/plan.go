@@ -318,7 +318,7 @@ func (pl *Plan) state(real, name string) (*file, error) {
 			f.kind = directory
 		case e.isSymlink():
 			f.kind = link
-			if f.link, err = readlink(real); err != nil {
+			if f.link, err = os.Readlink(real); err != nil {
 				return nil, err
 			}
 		case e.isRegular():
@@ -337,11 +337,7 @@ func (pl *Plan) state(real, name string) (*file, error) {
 func (pl *Plan) lstat(p string) (entry, error) {
 	f, ok := pl.byReal[p]
 	if !ok {
-		var st unix.Stat_t
-		if err := unix.Lstat(p, &st); err != nil {
-			return entry{}, err
-		}
-		return entry{mode: uint32(st.Mode), uid: st.Uid, gid: st.Gid}, nil
+		return lstat(p)
 	}
 	switch f.kind {
 	case absent:
