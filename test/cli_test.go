@@ -33,6 +33,12 @@ func runCLIWith(t *testing.T, config string, wrap func(*exec.Cmd), args ...strin
 	if wrap != nil {
 		wrap(cmd)
 	}
+	return runCmd(t, cmd)
+}
+
+// runCmd runs cmd and returns its output and exit code.
+func runCmd(t *testing.T, cmd *exec.Cmd) cliResult {
+	t.Helper()
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

@@ -56,6 +56,11 @@ func TestEscapeI386Syscalls(t *testing.T) {
 		t.Skip("int 0x80 is an amd64 (i386 compat) entry")
 	}
 	asEachUser(t, func(t *testing.T, h *sandboxHost) {
+		// Some kernels have no 32-bit entry at all (no IA32 emulation):
+		// int 0x80 faults everywhere, and there is nothing to refuse.
+		if r := h.outside(h.probe, "i386-socket"); strings.Contains(r.stdout, "no i386 system call entry") {
+			t.Skipf("outside the sandbox: %s", strings.TrimSpace(r.stdout))
+		}
 		h.probeFails("", "operation not permitted", "i386-socket")
 	})
 }
@@ -375,10 +380,7 @@ func TestEscapeProtectedNameDenialOfService(t *testing.T) {
 			h.mkdir(filepath.Join(h.work, d))
 			fmt.Fprintf(&maze, "%s/../", d)
 		}
-		host, err := os.ReadFile("/proc/self/mountinfo")
-		if err != nil {
-			t.Fatal(err)
-		}
+		bound := mountBound(t, 20)
 		later := []struct{ name, entry, script string }{
 			{"a symlink into another user's private directory", ".codex", "ln -s " + alien + "/x .codex"},
 			{"a symlink to itself", ".codex", "ln -s .codex .codex"},
@@ -399,8 +401,8 @@ func TestEscapeProtectedNameDenialOfService(t *testing.T) {
 				t.Errorf("with %s: %+v; want the workspace writable", l.name, r)
 				continue
 			}
-			if n, _ := strconv.Atoi(lines[1]); n > strings.Count(string(host), "\n")+20 {
-				t.Errorf("with %s: %d mounts in the sandbox, %d outside", l.name, n, strings.Count(string(host), "\n"))
+			if n, _ := strconv.Atoi(lines[1]); n > bound {
+				t.Errorf("with %s: %d mounts in the sandbox, want at most %d", l.name, n, bound)
 			}
 		}
 		// Another user's /tmp/.git naming /tmp, and /tmp/.agents open to
@@ -470,6 +472,31 @@ func TestEscapeInheritedDescriptors(t *testing.T) {
 			t.Errorf("descriptors: %q", r.stdout)
 		}
 	})
+}
+
+// mountBound is the most mounts a sandbox may have when the helper adds
+// at most added of its own: the host's, plus a second copy of each host
+// mount below the shared temporary roots (/tmp, /dev/shm), which the
+// helper copies whole to keep them writable. Other software's mounts
+// under /tmp must not fail the count.
+func mountBound(t *testing.T, added int) int {
+	t.Helper()
+	info, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(info)), "\n") {
+		n++
+		if f := strings.Fields(line); len(f) > 4 {
+			// The mount point, with spaces and such as octal escapes,
+			// which do not matter for a prefix of /tmp/ or /dev/shm/.
+			if strings.HasPrefix(f[4], "/tmp/") || strings.HasPrefix(f[4], "/dev/shm/") {
+				n++
+			}
+		}
+	}
+	return n + added
 }
 
 func listenUnix(t *testing.T, network, addr string) *atomic.Int32 {
@@ -588,10 +615,6 @@ func TestEscapeMountCount(t *testing.T) {
 			flags = append(flags, "--writable", wt)
 		}
 		h.mkdir(filepath.Join(h.work, ".git"), filepath.Join(h.work, ".agents"))
-		host, err := os.ReadFile("/proc/self/mountinfo")
-		if err != nil {
-			t.Fatal(err)
-		}
 		r := h.sh("", "wc -l < /proc/self/mountinfo", flags...)
 		n, err := strconv.Atoi(strings.TrimSpace(r.stdout))
 		if err != nil {
@@ -602,8 +625,8 @@ func TestEscapeMountCount(t *testing.T) {
 		// main/.git; read-only: main/.git (the worktrees' common dir, with
 		// their gitdirs inside), 5 .git files, 10 .agents and .codex in the
 		// worktrees, .git and .agents in the workspace: 28 at most.
-		if hostN := strings.Count(string(host), "\n"); n > hostN+28 {
-			t.Errorf("%d mounts in the sandbox, %d outside: want at most 28 more", n, hostN)
+		if bound := mountBound(t, 28); n > bound {
+			t.Errorf("%d mounts in the sandbox: want at most %d", n, bound)
 		}
 	})
 }

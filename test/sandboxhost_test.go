@@ -1,7 +1,6 @@
 package test
 
 import (
-	"bytes"
 	"errors"
 	"os"
 	"os/exec"
@@ -174,6 +173,18 @@ func (h *sandboxHost) hostSh(dir, script string, env ...string) string {
 	return strings.TrimSuffix(string(out), "\n")
 }
 
+// outside runs argv as the host's user, outside any sandbox, and returns
+// its output and exit code.
+func (h *sandboxHost) outside(argv ...string) cliResult {
+	h.t.Helper()
+	if h.nobody {
+		argv = append([]string{"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"}, argv...)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + h.path("home")}
+	return runCmd(h.t, cmd)
+}
+
 // command returns execd ARGS... run as the user, with the host's config
 // and cwd. The command name (args[0]) leads.
 func (h *sandboxHost) command(config string, args ...string) *exec.Cmd {
@@ -193,19 +204,7 @@ func (h *sandboxHost) command(config string, args ...string) *exec.Cmd {
 // run runs execd ARGS... and returns its output and exit code.
 func (h *sandboxHost) run(config string, args ...string) cliResult {
 	h.t.Helper()
-	cmd := h.command(config, args...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	var ee *exec.ExitError
-	code := 0
-	switch {
-	case errors.As(err, &ee):
-		code = ee.ExitCode()
-	case err != nil:
-		h.t.Fatal(err)
-	}
-	return cliResult{out.String(), errb.String(), code}
+	return runCmd(h.t, h.command(config, args...))
 }
 
 // sh runs a bash script under `execd sandbox FLAGS... --`.

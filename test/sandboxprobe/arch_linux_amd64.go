@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"runtime/debug"
 
 	"golang.org/x/sys/unix"
 )
@@ -10,7 +12,18 @@ import (
 // kernel put in eax.
 func int80(nr, a1, a2, a3 uint32) int32
 
-func i386Socket() error {
+// errNoI386Entry: the kernel has no 32-bit entry (built without IA32
+// emulation, or booted with ia32_emulation=0): int 0x80 faults, inside
+// a sandbox or not.
+var errNoI386Entry = errors.New("no i386 system call entry: int 0x80 faults")
+
+func i386Socket() (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if recover() != nil {
+			err = errNoI386Entry
+		}
+	}()
 	const sysSocket386 = 359
 	r := int80(sysSocket386, unix.AF_INET, unix.SOCK_STREAM, 0)
 	if r < 0 {
