@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -693,6 +694,45 @@ func TestEscapeGitIndirections(t *testing.T) {
 			})
 			if _, err := os.Lstat(hook); err == nil {
 				t.Errorf("%s: %s was created", tw.name, hook)
+			}
+		}
+	})
+}
+
+// Credentials in execd's environment are not the command's to read or
+// use (SPEC §10): the names and values of the default excludes, and the
+// sockets of agents that sign for the user. doctor names them.
+func TestEscapeSecrets(t *testing.T) {
+	asEachUser(t, func(t *testing.T, h *sandboxHost) {
+		secrets := []string{
+			"API_KEY=v1", "GITHUB_TOKEN=v2", "AWS_SECRET_ACCESS_KEY=v3", "DB_PASSWORD=v4", "LDAP_PASSWD=v5", "MYSQL_PWD=v6",
+			"GOOGLE_APPLICATION_CREDENTIALS=/v7.json", "SIGNING_PRIVATE=v8", "GITLAB_PAT=v9", "SSH_AUTH_SOCK=/tmp/v10.sock",
+			"GPG_AGENT_INFO=/run/v11:0:1", "DATABASE_URL=postgres://app:v12@db/app", "UPSTREAM=https://:v13@github.com/o/r",
+		}
+		kept := []string{"PWD", "OLDPWD", "EXECD_IT_PLAIN", "GIT_URL"}
+		env := append(slices.Clone(secrets), "PWD="+h.work, "OLDPWD=/", "EXECD_IT_PLAIN=1", "GIT_URL=ssh://git@github.com/o/r")
+		cmd := h.command("", "sandbox", "--", "env")
+		cmd.Env = append(cmd.Env, env...)
+		r := runCmd(t, cmd)
+		for _, kv := range secrets {
+			name, _, _ := strings.Cut(kv, "=")
+			if strings.Contains(r.stdout, name+"=") {
+				t.Errorf("%s reached the command", name)
+			}
+		}
+		for _, name := range kept {
+			if !strings.Contains(r.stdout, "\n"+name+"=") && !strings.HasPrefix(r.stdout, name+"=") {
+				t.Errorf("%s was dropped: %q", name, r.stdout)
+			}
+		}
+		cmd = h.command("", "doctor")
+		cmd.Env = append(cmd.Env, env...)
+		r = runCmd(t, cmd)
+		_, line, _ := strings.Cut(r.stdout, "secrets:")
+		line, _, _ = strings.Cut(line, "\n")
+		for _, kv := range secrets {
+			if name, value, _ := strings.Cut(kv, "="); !strings.Contains(line, name) || strings.Contains(r.stdout, value) {
+				t.Errorf("doctor: %s not named, or its value shown: %q", name, line)
 			}
 		}
 	})

@@ -133,6 +133,7 @@ func (d *doctor) report() int {
 		d.line("platform", "%s: execd has no sandbox here", sup.OS)
 	}
 	d.ok = d.sandbox()
+	d.secrets()
 	d.line("shell", "%s (%s)", d.orch.Shell().Path, d.orch.Shell().Kind)
 	if len(d.cfg.Files) > 0 {
 		d.line("config files", "%s", strings.Join(d.cfg.Files, ", "))
@@ -164,6 +165,19 @@ func (d *doctor) rules() {
 	}
 	d.line("amend file", "%s", orNone(d.cfg.Rules.AmendFile))
 	d.line("audit file", "%s", orNone(d.cfg.AuditPath))
+}
+
+// secrets lists the variables of execd's environment that the default
+// excludes keep from commands (SPEC §10): names only, never values.
+func (d *doctor) secrets() {
+	switch names := orchestrator.DroppedSecrets(os.Environ(), envPolicy(d.cfg)); {
+	case d.cfg.Env.IgnoreDefaultExcludes:
+		d.line("secrets", "passed to commands (shell_environment_policy.ignore_default_excludes is true)")
+	case len(names) == 0:
+		d.line("secrets", "none found in this environment (the default excludes would drop them)")
+	default:
+		d.line("secrets", "not passed to commands: %s", strings.Join(names, ", "))
+	}
 }
 
 func orNone(s string) string {

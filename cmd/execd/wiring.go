@@ -35,13 +35,7 @@ func newOrchestrator(cfg *config, log *zap.Logger, r *reaper.Reaper, sup *sandbo
 			},
 			FailClosed: cfg.Sandbox.FailClosed,
 		},
-		Env: orchestrator.EnvPolicy{
-			Inherit:               orchestrator.Inherit(cfg.Env.Inherit),
-			IgnoreDefaultExcludes: cfg.Env.IgnoreDefaultExcludes,
-			Exclude:               cfg.Env.Exclude,
-			Set:                   cfg.Env.Set,
-			IncludeOnly:           cfg.Env.IncludeOnly,
-		},
+		Env:        envPolicy(cfg),
 		Sessions:   procstore.Options{Max: cfg.Sessions.Max},
 		Support:    sup,
 		Policy:     policy.ApprovalPolicy(cfg.ApprovalPolicy),
@@ -52,6 +46,17 @@ func newOrchestrator(cfg *config, log *zap.Logger, r *reaper.Reaper, sup *sandbo
 		opts.Rules, opts.Audit = pol.rules, pol.audit
 	}
 	return orchestrator.New(opts)
+}
+
+// envPolicy is the commands' environment policy of cfg (SPEC §10).
+func envPolicy(cfg *config) orchestrator.EnvPolicy {
+	return orchestrator.EnvPolicy{
+		Inherit:               orchestrator.Inherit(cfg.Env.Inherit),
+		IgnoreDefaultExcludes: cfg.Env.IgnoreDefaultExcludes,
+		Exclude:               cfg.Env.Exclude,
+		Set:                   cfg.Env.Set,
+		IncludeOnly:           cfg.Env.IncludeOnly,
+	}
 }
 
 // toolOptions converts the configuration into the MCP server's options.

@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -19,8 +20,24 @@ const (
 // coreVars are kept by InheritCore.
 var coreVars = []string{"HOME", "LOGNAME", "PATH", "SHELL", "USER", "USERNAME", "TMPDIR", "TEMP", "TMP"}
 
-// defaultExcludes drop credentials unless IgnoreDefaultExcludes is set.
-var defaultExcludes = []string{"*KEY*", "*SECRET*", "*TOKEN*"}
+// defaultExcludes drop credentials unless IgnoreDefaultExcludes is set
+// (SPEC §10): Codex's three patterns, names that hold passwords and
+// personal access tokens, and the sockets of the agents that sign and
+// authenticate for the user (a sandboxed command could use them without
+// reading any secret).
+var defaultExcludes = []string{"*KEY*", "*SECRET*", "*TOKEN*", "*PASSWORD*", "*PASSWD*", "*CREDENTIAL*",
+	"*PRIVATE*", "MYSQL_PWD", "*_PAT", "SSH_AUTH_SOCK", "GPG_AGENT_INFO"}
+
+// urlCredentials finds a URL with a password in its user information
+// (postgres://user:pass@host, https://:token@host), wherever in a value
+// (PIP_EXTRA_INDEX_URL may list several). A user alone (ssh://git@host)
+// is not a secret.
+var urlCredentials = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^/?#@\s]*:[^/?#@\s]*@`)
+
+// secret reports whether the default excludes drop the variable.
+func secret(name, value string) bool {
+	return matchAny(defaultExcludes, name) || urlCredentials.MatchString(value)
+}
 
 // EnvPolicy builds a command's environment from execd's (SPEC §10). The
 // zero value inherits everything except the default excludes.
@@ -60,7 +77,11 @@ func BuildEnv(base []string, p EnvPolicy) []string {
 		}
 	}
 	if !p.IgnoreDefaultExcludes {
-		drop(defaultExcludes)
+		for k, v := range vars {
+			if secret(k, v) {
+				delete(vars, k)
+			}
+		}
 	}
 	drop(p.Exclude)
 	for k, v := range p.Set {
@@ -79,6 +100,22 @@ func BuildEnv(base []string, p EnvPolicy) []string {
 	}
 	slices.Sort(env)
 	return env
+}
+
+// DroppedSecrets returns the names of base (sorted) that the default
+// excludes drop under p, for execd doctor; none when p ignores them.
+func DroppedSecrets(base []string, p EnvPolicy) []string {
+	if p.IgnoreDefaultExcludes {
+		return nil
+	}
+	inherited := BuildEnv(base, EnvPolicy{Inherit: p.Inherit, IgnoreDefaultExcludes: true})
+	var names []string
+	for _, kv := range inherited {
+		if k, v, _ := strings.Cut(kv, "="); secret(k, v) {
+			names = append(names, k)
+		}
+	}
+	return names
 }
 
 func matchAny(patterns []string, name string) bool {

@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -60,5 +61,42 @@ func TestGlobMatch(t *testing.T) {
 		if got := globMatch(tt.pattern, tt.name); got != tt.want {
 			t.Errorf("globMatch(%q, %q) = %v, want %v", tt.pattern, tt.name, got, tt.want)
 		}
+	}
+}
+
+// The default excludes of SPEC §10: each name or value here is dropped,
+// each of keep stays.
+func TestDefaultExcludes(t *testing.T) {
+	drop := []string{
+		"API_KEY=k", "SECRET_TOKEN=s", "lower_key=x", "DB_PASSWORD=p", "MYSQL_PWD=p", "PGPASSWD=p",
+		"AWS_CREDENTIALS_FILE=f", "GOOGLE_APPLICATION_CREDENTIALS=f", "SSH_PRIVATE=x", "GITHUB_PAT=ghp",
+		"SSH_AUTH_SOCK=/tmp/ssh-x/agent.1", "GPG_AGENT_INFO=/run/gpg:0:1",
+		"DATABASE_URL=postgres://app:hunter2@db:5432/app", "PIP_EXTRA_INDEX_URL=https://a.example/simple https://u:p@b.example/simple",
+		"REMOTE=https://:ghp_x@github.com/o/r", "MIRROR=ftp://u:@h/",
+	}
+	keep := []string{
+		"PWD=/w", "OLDPWD=/", "PATH=/bin", "HOME=/root", "GIT_REMOTE=ssh://git@github.com/o/r", "PROXY=http://proxy:3128",
+		"DOCS=https://example.com/a:b@c", "PATTERN=user:pass@host", "PADS=1",
+	}
+	base := append(append([]string{}, drop...), keep...)
+	got := BuildEnv(base, EnvPolicy{})
+	want := slices.Clone(keep)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("BuildEnv = %q\nwant %q", got, want)
+	}
+	var names []string
+	for _, kv := range drop {
+		names = append(names, kv[:strings.IndexByte(kv, '=')])
+	}
+	slices.Sort(names)
+	if got := DroppedSecrets(base, EnvPolicy{}); !slices.Equal(got, names) {
+		t.Errorf("DroppedSecrets = %q\nwant %q", got, names)
+	}
+	if got := DroppedSecrets(base, EnvPolicy{IgnoreDefaultExcludes: true}); got != nil {
+		t.Errorf("DroppedSecrets with ignore_default_excludes = %q, want none", got)
+	}
+	if got := BuildEnv(base, EnvPolicy{IgnoreDefaultExcludes: true}); len(got) != len(base) {
+		t.Errorf("ignore_default_excludes kept %d of %d variables", len(got), len(base))
 	}
 }
