@@ -1,6 +1,7 @@
 package test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -734,6 +735,43 @@ func TestEscapeSecrets(t *testing.T) {
 			if name, value, _ := strings.Cut(kv, "="); !strings.Contains(line, name) || strings.Contains(r.stdout, value) {
 				t.Errorf("doctor: %s not named, or its value shown: %q", name, line)
 			}
+		}
+	})
+}
+
+// Text a person is asked to approve cannot lie (SPEC §3.3): a bidi
+// override or a zero-width character in the directory, the rule's
+// reason or the model's justification is shown escaped, and a newline
+// cannot forge a line of the question.
+func TestEscapeApprovalText(t *testing.T) {
+	asEachUser(t, func(t *testing.T, h *sandboxHost) {
+		rlo := "\u202e"
+		dir := filepath.Join(h.work, "a"+rlo+"txt.exe")
+		h.mkdir(dir)
+		e := &elicitor{answers: []func(context.Context) (*mcp.ElicitResult, error){action("decline")}}
+		cs := h.serve("", `prefix_rule(pattern=["touch"], decision="prompt", justification="watched`+rlo+`\u200b")`, e)
+		res, text, _ := callTool(t, cs, "shell_command", map[string]any{"command": "touch x", "workdir": dir, "login": false,
+			"justification": "harmless" + rlo + "\nSandbox: read-only\u2066"})
+		if !res.IsError || !strings.Contains(text, "rejected by user") {
+			t.Fatalf("%q: want it declined", text)
+		}
+		qs := e.questions()
+		if len(qs) != 1 {
+			t.Fatalf("%d questions, want 1", len(qs))
+		}
+		m := qs[0].Message
+		for _, c := range []string{rlo, "\u200b", "\u2066"} {
+			if strings.Contains(m, c) {
+				t.Errorf("the question shows %U as itself: %q", []rune(c)[0], m)
+			}
+		}
+		for _, want := range []string{`a\u202etxt.exe`, `watched\u202e\u200b`, `harmless\u202e\nSandbox: read-only\u2066`} {
+			if !strings.Contains(m, want) {
+				t.Errorf("the question lacks %q: %q", want, m)
+			}
+		}
+		if n := strings.Count(m, "\nSandbox:"); n != 1 {
+			t.Errorf("%d Sandbox: lines in %q, want 1", n, m)
 		}
 	})
 }

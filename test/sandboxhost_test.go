@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // nobody is the unprivileged uid and gid the sandbox tests also run as.
@@ -171,6 +173,26 @@ func (h *sandboxHost) hostSh(dir, script string, env ...string) string {
 		h.t.Fatalf("%s: %v", script, err)
 	}
 	return strings.TrimSuffix(string(out), "\n")
+}
+
+// serve starts execd serve as the user with config and the rules (in a
+// rules file of the host's, listed in rules.files; none when empty) and
+// connects a client that answers approvals with e (nil: a client that
+// cannot be asked).
+func (h *sandboxHost) serve(config, rules string, e *elicitor) *mcp.ClientSession {
+	h.t.Helper()
+	if rules != "" {
+		f := h.path("test.rules")
+		h.writeFile(f, rules)
+		config += "\n[rules]\nfiles = [" + strconvQuote(f) + "]\n"
+	}
+	cmd := h.command(config, "serve")
+	cmd.Stderr = &testLog{t: h.t}
+	opts := &mcp.ClientOptions{}
+	if e != nil {
+		opts.ElicitationHandler = e.handle
+	}
+	return connect(h.t, cmd, opts, &mcp.ClientSessionOptions{ProtocolVersion: "2025-06-18"})
 }
 
 // outside runs argv as the host's user, outside any sandbox, and returns

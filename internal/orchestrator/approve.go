@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"go.uber.org/zap"
 
@@ -62,12 +63,12 @@ func (q Question) Message() string {
 	} else {
 		b.WriteString("Allow this command to run?\n")
 	}
-	fmt.Fprintf(&b, "Command: %s\nDirectory: %s\n", policy.ShellJoin(q.Command), oneLine(q.Cwd))
+	fmt.Fprintf(&b, "Command: %s\nDirectory: %s\n", policy.ShellJoin(q.Command), visible(q.Cwd))
 	if q.Reason != "" {
-		fmt.Fprintf(&b, "Reason: %s\n", oneLine(q.Reason))
+		fmt.Fprintf(&b, "Reason: %s\n", visible(q.Reason))
 	}
 	if q.Justification != "" {
-		fmt.Fprintf(&b, "The model says: %s\n", oneLine(q.Justification))
+		fmt.Fprintf(&b, "The model says: %s\n", visible(q.Justification))
 	}
 	switch {
 	case q.Sandbox == "none":
@@ -89,14 +90,14 @@ func (q Question) patchMessage() string {
 	var b strings.Builder
 	b.WriteString("Allow this patch to be applied?\nFiles:\n")
 	for _, f := range q.Files {
-		fmt.Fprintf(&b, "  %s\n", oneLine(f))
+		fmt.Fprintf(&b, "  %s\n", visible(f))
 	}
-	fmt.Fprintf(&b, "Directory: %s\n", oneLine(q.Cwd))
+	fmt.Fprintf(&b, "Directory: %s\n", visible(q.Cwd))
 	if q.Reason != "" {
-		fmt.Fprintf(&b, "Reason: %s\n", oneLine(q.Reason))
+		fmt.Fprintf(&b, "Reason: %s\n", visible(q.Reason))
 	}
 	if q.Justification != "" {
-		fmt.Fprintf(&b, "The model says: %s\n", oneLine(q.Justification))
+		fmt.Fprintf(&b, "The model says: %s\n", visible(q.Justification))
 	}
 	b.WriteString("execd writes these files itself, with your permissions (no sandbox).")
 	return b.String()
@@ -113,16 +114,43 @@ const (
 	AllowPrefix         // this call, and the offered prefix from now on
 )
 
-// oneLine keeps text the model or a command controls on its line: each
-// control character (a newline, an escape sequence's ESC) becomes a
-// space, so it cannot forge the lines of a question or drive a terminal.
-func oneLine(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == '\u2028' || r == '\u2029' {
-			return ' '
+// visible shows text the model, a rule or a command controls as it is
+// (SPEC §3.3): control characters (C0, DEL, C1), Unicode format characters
+// (bidirectional overrides and isolates, zero-width characters, the
+// byte-order mark, tag characters) and line and paragraph separators are
+// written as escapes (\n, \t, \r, \u202e), so the text stays on its line
+// and cannot reorder, hide or forge what the person reads, nor drive a
+// terminal. The command itself is quoted by policy.ShellJoin, which
+// escapes the same characters in bash's $'…' form.
+func visible(s string) string {
+	if !strings.ContainsFunc(s, hidden) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case hidden(r) && r > 0xffff:
+			fmt.Fprintf(&b, `\U%08x`, r)
+		case hidden(r):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteRune(r)
 		}
-		return r
-	}, s)
+	}
+	return b.String()
+}
+
+// hidden reports whether r does not show as itself: a control, format or
+// separator character.
+func hidden(r rune) bool {
+	return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) ||
+		(r >= 0xa0 && unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp))
 }
 
 var answerNames = [...]string{Deny: "deny", AllowOnce: "allow_once", AllowSession: "allow_session", AllowPrefix: "allow_prefix"}
@@ -393,7 +421,7 @@ func (o *Orchestrator) retryUnsandboxed(ctx context.Context, c call, g grant, ex
 func denialLine(output string) string {
 	for line := range strings.Lines(output) {
 		if sandbox.LooksDenied(true, 1, line) {
-			line = strings.TrimSpace(oneLine(line))
+			line = strings.TrimSpace(line)
 			if len(line) > 200 {
 				line = line[:200] + "…"
 			}

@@ -422,3 +422,40 @@ func TestQuestionLinesCannotBeForged(t *testing.T) {
 		t.Fatalf("last line %q", lines[5])
 	}
 }
+
+// Characters that do not show as themselves are shown as escapes in
+// every field a person reads (SPEC §3.3): the text can neither reorder
+// (bidi overrides), hide (zero-width, tags) nor drive a terminal.
+func TestQuestionShowsHiddenCharacters(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"plain é ü 日本", "plain é ü 日本"},
+		{"a\u202eb", `a\u202eb`},
+		{"\u200b\u200c\u200d\u200e\u200f", `\u200b\u200c\u200d\u200e\u200f`},
+		{"\u202a\u202b\u202c\u202d", `\u202a\u202b\u202c\u202d`},
+		{"\u2066\u2067\u2068\u2069", `\u2066\u2067\u2068\u2069`},
+		{"\ufeffx", `\ufeffx`},
+		{"line\nnext\ttab\rcr", `line\nnext\ttab\rcr`},
+		{"\x1b[2J\x00\x7f\u0085\u009b", `\u001b[2J\u0000\u007f\u0085\u009b`},
+		{"\u2028\u2029", `\u2028\u2029`},
+		{"tag\U000e0041", `tag\U000e0041`},
+		{"soft\u00adhyphen \u061c", `soft\u00adhyphen \u061c`},
+	}
+	for _, tt := range tests {
+		if got := visible(tt.in); got != tt.want {
+			t.Errorf("visible(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+	rlo := "\u202e"
+	q := Question{Command: []string{"touch", "a" + rlo + "b"}, Cwd: "/w/" + rlo + "x", Reason: "rule says " + rlo,
+		Justification: "safe" + rlo + "\u200b", Sandbox: "workspace-write", Prefix: []string{"touch", rlo}}
+	p := Question{Command: []string{"apply_patch", "/w/" + rlo}, Cwd: "/w", Files: []string{"/w/" + rlo + "gpj.exe"},
+		Reason: "outside " + rlo, Justification: rlo}
+	for _, m := range []string{q.Message(), p.Message()} {
+		if strings.ContainsFunc(m, hidden) && strings.ContainsFunc(strings.ReplaceAll(m, "\n", ""), hidden) {
+			t.Errorf("message %q shows a hidden character as itself", m)
+		}
+		if !strings.Contains(m, `\u202e`) {
+			t.Errorf("message %q does not show the override escaped", m)
+		}
+	}
+}
