@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sys/unix"
@@ -24,11 +25,16 @@ import (
 // tries it, as root and as nobody, and expects it to fail. Add one for
 // every new idea.
 
-// probe runs test/sandboxprobe under the sandbox and expects the attempt
-// to fail saying want.
+// probeFails runs test/sandboxprobe under the sandbox and expects the
+// attempt to fail saying want. args are the probe's, or, when they start
+// with flags of execd sandbox, those flags, "--", the probe and its args.
 func (h *sandboxHost) probeFails(config string, want string, args ...string) {
 	h.t.Helper()
-	r := h.run(config, append([]string{"sandbox", "--", h.probe}, args...)...)
+	argv := append([]string{"sandbox", "--", h.probe}, args...)
+	if i := slices.Index(args, "--"); i >= 0 && strings.HasPrefix(args[0], "-") {
+		argv = append([]string{"sandbox"}, args...)
+	}
+	r := h.run(config, argv...)
 	if r.code != 1 || !strings.Contains(r.stdout, want) {
 		h.t.Errorf("sandboxprobe %s: exit %d, stdout %q, stderr %q; want it refused with %q", strings.Join(args, " "), r.code, r.stdout, r.stderr, want)
 	}
@@ -772,6 +778,79 @@ func TestEscapeApprovalText(t *testing.T) {
 		}
 		if n := strings.Count(m, "\nSandbox:"); n != 1 {
 			t.Errorf("%d Sandbox: lines in %q, want 1", n, m)
+		}
+	})
+}
+
+// Kernel interfaces no build or tool in the sandbox needs, each a
+// common way to attack the kernel or to read and shape other processes'
+// memory (SPEC §8.3), are refused with the network off and on.
+func TestEscapeKernelSurface(t *testing.T) {
+	asEachUser(t, func(t *testing.T, h *sandboxHost) {
+		for _, flags := range [][]string{nil, {"--network"}} {
+			for _, probe := range []string{"bpf", "perf-event", "userfaultfd", "memfd-secret", "kexec", "personality"} {
+				r := h.run("", append(append([]string{"sandbox"}, flags...), "--", h.probe, probe)...)
+				if r.code != 1 || !strings.Contains(r.stdout, "operation not permitted") {
+					t.Errorf("%v %s: %+v; want it refused", flags, probe, r)
+				}
+			}
+			if r := h.run("", append(append([]string{"sandbox"}, flags...), "--", h.probe, "personality-query")...); r.code != 0 {
+				t.Errorf("%v: reading the personality: %+v; want it to work", flags, r)
+			}
+		}
+	})
+}
+
+// With the network on, a command still cannot reach the user's own
+// daemons by their UNIX sockets (SPEC §8.3): tmux's server socket would
+// let it type into a shell outside the sandbox (send-keys), the SSH agent
+// sign for the user, a container engine start a privileged container.
+// sandbox.allow_unix_sockets opens them, and socketpairs keep working.
+func TestEscapeUnixSocketsWithNetwork(t *testing.T) {
+	asEachUser(t, func(t *testing.T, h *sandboxHost) {
+		net := []string{"--network"}
+		sock := h.path("daemon.sock")
+		hits := listenUnix(t, "unix", sock)
+		_ = os.Chmod(sock, 0o777)
+		h.probeFails("", "operation not permitted", append(net, "--", h.probe, "connect-unix", sock)...)
+		dgram := h.path("log.sock")
+		dhits := listenUnix(t, "unixgram", dgram)
+		_ = os.Chmod(dgram, 0o777)
+		for _, want := range []string{"socket: operation", "socketpair type 2: operation", "socketpair type 3: operation"} {
+			h.probeFails("", want, append(net, "--", h.probe, "sendto-unix", dgram)...)
+		}
+		if n, d := hits.Load(), dhits.Load(); n != 0 || d != 0 {
+			t.Errorf("the host sockets got %d connections and %d datagrams from the sandbox", n, d)
+		}
+		if r := h.run("", append(append([]string{"sandbox"}, net...), "--", h.probe, "socketpair")...); r.code != 0 {
+			t.Errorf("a stream socketpair with the network on: %+v; want it to work", r)
+		}
+		// The attack itself: a tmux server of the user's, outside.
+		tsock := h.path("tmux.sock")
+		pwned := h.path("pwned")
+		h.outside("tmux", "-S", tsock, "-f", "/dev/null", "new-session", "-d", "-s", "x", "sh")
+		t.Cleanup(func() { h.outside("tmux", "-S", tsock, "kill-server") })
+		r := h.sh("", "tmux -S "+tsock+" send-keys -t x 'touch "+pwned+"' Enter", net...)
+		if r.code == 0 {
+			t.Errorf("tmux send-keys from the sandbox: %+v; want it refused", r)
+		}
+		// Keys typed from outside come after any that arrived: once the
+		// shell has run them, it would have run the sandbox's too.
+		marker := h.path("marker")
+		h.outside("tmux", "-S", tsock, "send-keys", "-t", "x", "touch "+marker, "Enter")
+		for deadline := time.Now().Add(waitLimit); ; time.Sleep(10 * time.Millisecond) {
+			if _, err := os.Stat(marker); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the tmux shell outside never ran the marker command")
+			}
+		}
+		h.absent(pwned)
+		// Opened on purpose.
+		r = h.run("[sandbox]\nallow_unix_sockets = true\n", "sandbox", "--network", "--", h.probe, "connect-unix", sock)
+		if r.code != 0 || hits.Load() != 1 {
+			t.Errorf("with allow_unix_sockets: %+v, %d connections; want one", r, hits.Load())
 		}
 	})
 }

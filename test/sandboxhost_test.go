@@ -203,7 +203,9 @@ func (h *sandboxHost) outside(argv ...string) cliResult {
 		argv = append([]string{"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"}, argv...)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + h.path("home")}
+	// nobody's login shell is nologin: programs that start one (tmux)
+	// take $SHELL first.
+	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + h.path("home"), "SHELL=/bin/sh"}
 	return runCmd(h.t, cmd)
 }
 

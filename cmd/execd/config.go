@@ -46,6 +46,7 @@ type config struct {
 		Mode                string
 		WritableRoots       []string // absolute
 		NetworkAccess       bool
+		AllowUnixSockets    bool
 		ExcludeTmpdirEnvVar bool
 		ExcludeSlashTmp     bool
 		ProtectedPaths      []string // names
@@ -575,6 +576,7 @@ func assign(v map[string]any) *config {
 	c.Sandbox.Mode = v["sandbox.mode"].(string)
 	c.Sandbox.WritableRoots = v["sandbox.writable_roots"].([]string)
 	c.Sandbox.NetworkAccess = v["sandbox.network_access"].(bool)
+	c.Sandbox.AllowUnixSockets = v["sandbox.allow_unix_sockets"].(bool)
 	c.Sandbox.ExcludeTmpdirEnvVar = v["sandbox.exclude_tmpdir_env_var"].(bool)
 	c.Sandbox.ExcludeSlashTmp = v["sandbox.exclude_slash_tmp"].(bool)
 	c.Sandbox.ProtectedPaths = v["sandbox.protected_paths"].([]string)

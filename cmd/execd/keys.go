@@ -36,6 +36,7 @@ var keys = []keySpec{
 	{name: "sandbox.mode", kind: kString, enum: modeNames(), flag: "sandbox"},
 	{name: "sandbox.writable_roots", kind: kList},
 	{name: "sandbox.network_access", kind: kBool},
+	{name: "sandbox.allow_unix_sockets", kind: kBool},
 	{name: "sandbox.exclude_tmpdir_env_var", kind: kBool},
 	{name: "sandbox.exclude_slash_tmp", kind: kBool},
 	{name: "sandbox.protected_paths", kind: kList},

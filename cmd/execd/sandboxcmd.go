@@ -233,8 +233,11 @@ func landlockGaps(abi int) string {
 func (d *doctor) sandbox() bool {
 	mode, sup := d.orch.SandboxMode(), d.orch.Support()
 	network := "off"
-	if d.cfg.Sandbox.NetworkAccess {
-		network = "on"
+	switch {
+	case d.cfg.Sandbox.NetworkAccess && d.cfg.Sandbox.AllowUnixSockets:
+		network = "on, with the user's UNIX sockets (sandbox.allow_unix_sockets: commands can reach tmux, the SSH agent, the session bus, a container engine)"
+	case d.cfg.Sandbox.NetworkAccess:
+		network = "on (every host and port the user can reach; the user's UNIX sockets stay closed)"
 	}
 	switch mode {
 	case sandbox.DangerFullAccess:

@@ -28,6 +28,7 @@ func newOrchestrator(cfg *config, log *zap.Logger, r *reaper.Reaper, sup *sandbo
 			Settings: sandbox.Settings{
 				Mode:                mode,
 				NetworkAccess:       cfg.Sandbox.NetworkAccess,
+				AllowUnixSockets:    cfg.Sandbox.AllowUnixSockets,
 				WritableRoots:       cfg.Sandbox.WritableRoots,
 				ExcludeTmpdirEnvVar: cfg.Sandbox.ExcludeTmpdirEnvVar,
 				ExcludeSlashTmp:     cfg.Sandbox.ExcludeSlashTmp,

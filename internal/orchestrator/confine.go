@@ -47,6 +47,7 @@ func (o *Orchestrator) logSupport() {
 	fields := []zap.Field{
 		zap.String("mode", string(o.sandbox.Mode)),
 		zap.Bool("network_access", o.sandbox.NetworkAccess),
+		zap.Bool("unix_sockets", o.UnixSockets()),
 		zap.Strings("writable_roots", sandbox.RootPaths(o.roots)),
 		zap.Bool("orphans_adopted", o.reaper.Adopts()),
 		zap.String("shell", o.shell.Path),
@@ -104,6 +105,12 @@ func (o *Orchestrator) FailsClosed() bool { return o.sandboxErr != nil && o.sand
 // NetworkAccess reports whether sandboxed commands may use the network.
 func (o *Orchestrator) NetworkAccess() bool { return o.sandbox.NetworkAccess }
 
+// UnixSockets reports whether sandboxed commands may reach the user's
+// UNIX sockets (with the network on and sandbox.allow_unix_sockets).
+func (o *Orchestrator) UnixSockets() bool {
+	return o.sandbox.NetworkAccess && o.sandbox.AllowUnixSockets
+}
+
 // ProtectedNames returns the names kept read-only inside writable roots
 // when they are enforced (SPEC §8.2), else nil.
 func (o *Orchestrator) ProtectedNames() []string {
@@ -130,6 +137,7 @@ func (o *Orchestrator) start(cmd *exec.Cmd, sandboxed bool) error {
 	policy := sandbox.Policy{
 		Mode:           o.sandbox.Mode,
 		Network:        o.sandbox.NetworkAccess,
+		UnixSockets:    o.sandbox.NetworkAccess && o.sandbox.AllowUnixSockets,
 		Roots:          o.roots,
 		ProtectedNames: o.sandbox.ProtectedNames,
 	}

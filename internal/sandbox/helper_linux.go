@@ -81,7 +81,7 @@ func runHelper() (string, error) {
 	if err := restrictFS(p, roots); err != nil {
 		return "landlock", err
 	}
-	if err := installFilter(p.Network); err != nil {
+	if err := installFilter(optionsOf(p)); err != nil {
 		return "seccomp", err
 	}
 	err = syscall.Exec(p.Path, p.Argv, p.Env)

@@ -36,11 +36,17 @@ func hostSupport(t *testing.T) Support {
 // or the setup error.
 func runWrapped(t *testing.T, sup Support, p Policy, dir string, argv ...string) (string, int, error) {
 	t.Helper()
+	return runWrappedAs(t, nil, sup, p, dir, argv...)
+}
+
+// runWrappedAs is runWrapped as the user cred (nil: this process's).
+func runWrappedAs(t *testing.T, cred *syscall.Credential, sup Support, p Policy, dir string, argv ...string) (string, int, error) {
+	t.Helper()
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir, cmd.Env = dir, []string{"PATH=/usr/bin:/bin"}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: cred}
 	l, err := Wrap(cmd, p, sup)
 	if err != nil {
 		t.Fatal(err)
@@ -188,6 +194,56 @@ func TestHelperEnforces(t *testing.T) {
 		}
 		if (code == 0) != tt.ok {
 			t.Errorf("%s: exit %d, want success %v", tt.name, code, tt.ok)
+		}
+	}
+}
+
+// Where the helper has no namespaces of its own (no user namespaces for
+// this user, or a security module that refuses mounting in them), a
+// command could still make a user namespace of its own and with it every
+// capability over fresh mount and network namespaces: the filter refuses
+// it (SPEC §8.3). Run for real, as root and as nobody.
+func TestHelperWithoutNamespacesRefusesThem(t *testing.T) {
+	sup := hostSupport(t)
+	if !sup.UserNS {
+		t.Skip("user namespaces are off here: nothing for the filter to add")
+	}
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skip("unshare(1) is missing")
+	}
+	noNS := sup
+	noNS.UserNS = false
+	dir, err := os.MkdirTemp("", "execd-nons-") // t.TempDir's parent is root's alone
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if dir, err = filepath.EvalSymlinks(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	users := map[string]*syscall.Credential{"self": nil}
+	if os.Geteuid() == 0 {
+		users["nobody"] = &syscall.Credential{Uid: 65534, Gid: 65534}
+	}
+	for who, cred := range users {
+		for _, script := range []string{"unshare -U true", "unshare -Ur true", "unshare -n true"} {
+			out, code, err := runWrappedAs(t, cred, noNS, Policy{Mode: WorkspaceWrite, Roots: roots(t, dir)}, dir, "/bin/sh", "-c", script)
+			if err != nil {
+				t.Fatalf("%s: %s: %v", who, script, err)
+			}
+			if code == 0 || !strings.Contains(out, "Operation not permitted") {
+				t.Errorf("%s: %s without the helper's namespaces: exit %d, %q; want it refused", who, script, code, out)
+			}
+		}
+		// Threads and processes still start, through clone when clone3
+		// says ENOSYS.
+		out, code, err := runWrappedAs(t, cred, noNS, Policy{Mode: WorkspaceWrite, Roots: roots(t, dir)}, dir,
+			"/bin/sh", "-c", "python3 -c 'import threading, subprocess; t = threading.Thread(target=print, args=(\"thread\",), kwargs={\"flush\": True}); t.start(); t.join(); subprocess.run([\"echo\", \"child\"])' 2>&1 || echo python3 missing")
+		if err != nil || code != 0 || (out != "thread\nchild\n" && !strings.Contains(out, "python3 missing")) {
+			t.Errorf("%s: threads and children: exit %d, %q, %v", who, code, out, err)
 		}
 	}
 }

@@ -20,6 +20,9 @@ const ProbeArg = "__execd-sandbox-probe"
 type Policy struct {
 	Mode    Mode `json:"mode"`
 	Network bool `json:"network"` // network allowed
+	// UnixSockets: with the network on, socket(AF_UNIX) is allowed too,
+	// which reaches the user's own daemons (sandbox.allow_unix_sockets).
+	UnixSockets bool `json:"unix_sockets,omitempty"`
 	// Roots are the directories the command may write beneath.
 	Roots []Root `json:"writable_roots"`
 	// ProtectedNames stay read-only directly inside each root (SPEC
@@ -65,6 +68,7 @@ func RootPaths(roots []Root) []string {
 type Settings struct {
 	Mode                Mode
 	NetworkAccess       bool
+	AllowUnixSockets    bool // with NetworkAccess, host UNIX sockets too
 	WritableRoots       []string
 	ExcludeTmpdirEnvVar bool
 	ExcludeSlashTmp     bool

@@ -30,8 +30,9 @@
 // taken from a seccomp library: the helper is this binary, so every
 // package initialiser runs at every launch (one library's syscall tables
 // cost 0.38 ms each time), and the filter needs a foreign-architecture
-// guard and masked argument checks anyway. It is about 135 instructions
-// (93 with the network on), run in order on every system call; make
+// guard and masked argument checks anyway. It is 111 to 169 instructions
+// (fewer with the network on or namespaces of the helper's own), run in
+// order on every system call; make
 // bench measures what that costs a syscall-bound command.
 //
 // The package holds no state and is safe for concurrent use.

@@ -11,8 +11,9 @@ var seatbeltDevices = []string{"/dev/null", "/dev/zero", "/dev/random", "/dev/ur
 // SeatbeltProfile is the macOS sandbox-exec profile (SPEC §8.3): deny by
 // default; read everywhere; run programs; write only the terminal devices
 // and beneath the writable roots except the protected paths; the network
-// only when allowed.
-func SeatbeltProfile(roots, protected []string, network bool) string {
+// only when allowed, and UNIX sockets (the user's own daemons) only with
+// unixSockets too.
+func SeatbeltProfile(roots, protected []string, network, unixSockets bool) string {
 	var b strings.Builder
 	b.WriteString(`(version 1)
 (deny default)
@@ -52,8 +53,15 @@ func SeatbeltProfile(roots, protected []string, network bool) string {
 		}
 		b.WriteString("))\n")
 	}
-	if network {
+	switch {
+	case network && unixSockets:
 		b.WriteString("(allow network*)\n(allow system-socket)\n")
+	case network:
+		b.WriteString(`(allow network-outbound (remote ip "*:*"))
+(allow network-inbound (local ip "*:*"))
+(allow network-bind (local ip "*:*"))
+(allow system-socket)
+`)
 	}
 	return b.String()
 }

@@ -6,9 +6,10 @@ import (
 )
 
 func TestSeatbeltProfile(t *testing.T) {
-	ro := SeatbeltProfile(nil, nil, false)
-	ws := SeatbeltProfile([]string{"/w", `/odd "dir"`}, []string{"/w/.git", "/elsewhere/gitdir"}, false)
-	net := SeatbeltProfile([]string{"/w"}, nil, true)
+	ro := SeatbeltProfile(nil, nil, false, false)
+	ws := SeatbeltProfile([]string{"/w", `/odd "dir"`}, []string{"/w/.git", "/elsewhere/gitdir"}, false, false)
+	net := SeatbeltProfile([]string{"/w"}, nil, true, false)
+	netUnix := SeatbeltProfile([]string{"/w"}, nil, true, true)
 	tests := []struct {
 		name, profile string
 		has, lacks    []string
@@ -22,7 +23,9 @@ func TestSeatbeltProfile(t *testing.T) {
 				"(allow file-write* (subpath \"/odd \\\"dir\\\"\"))\n",
 			},
 			[]string{"/elsewhere", "network"}},
-		{"network", net, []string{"(allow network*)", "(allow file-write* (subpath \"/w\"))"}, nil},
+		{"network", net, []string{`(allow network-outbound (remote ip "*:*"))`, "(allow file-write* (subpath \"/w\"))"},
+			[]string{"network*", "unix"}},
+		{"network and UNIX sockets", netUnix, []string{"(allow network*)"}, nil},
 	}
 	for _, tt := range tests {
 		for _, h := range tt.has {

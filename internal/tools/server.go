@@ -184,8 +184,11 @@ func (s *Server) instructions() string {
 // sandboxInstructions tells the model what its commands may do.
 func (s *Server) sandboxInstructions() string {
 	network := "have no network access"
-	if s.orch.NetworkAccess() {
-		network = "may use the network"
+	switch {
+	case s.orch.UnixSockets():
+		network = "may use the network and the UNIX sockets of the user's own programs"
+	case s.orch.NetworkAccess():
+		network = "may use the network (but not the UNIX sockets of the user's own programs, such as an SSH agent or a container engine)"
 	}
 	if s.orch.SandboxMode() == sandbox.ReadOnly {
 		return "Commands run in a read-only sandbox: they can read files but not write them, and " + network + "."

@@ -21,13 +21,24 @@
 //	sandboxprobe chmod-suid PATH      set PATH's set-user-ID bit
 //	sandboxprobe shm KEY              attach the System V shared memory of KEY
 //	sandboxprobe tiocsti              push a character into the terminal's input
+//	sandboxprobe bpf                  load a BPF map (bpf(BPF_MAP_CREATE))
+//	sandboxprobe perf-event           open a software perf event
+//	sandboxprobe userfaultfd          create a userfaultfd
+//	sandboxprobe memfd-secret         create a secret memory area
+//	sandboxprobe kexec                load a kexec image (none: the call is refused or fails)
+//	sandboxprobe personality          turn off address space randomization
+//	sandboxprobe personality-query    read the personality (must work)
+//	sandboxprobe unshare-user         make a user namespace
+//	sandboxprobe socketpair           make an AF_UNIX stream socketpair (must work)
 package main
 
 import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"strconv"
+	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -114,18 +125,63 @@ func probe(name string, args []string) error {
 	case "tiocsti":
 		c := byte('#')
 		return unix.IoctlSetPointerInt(0, unix.TIOCSTI, int(c))
+	case "bpf":
+		// union bpf_attr for BPF_MAP_CREATE: type, key size, value size, max entries.
+		attr := [4]uint32{unix.BPF_MAP_TYPE_ARRAY, 4, 4, 1}
+		fd, _, errno := unix.Syscall(unix.SYS_BPF, unix.BPF_MAP_CREATE, uintptr(unsafe.Pointer(&attr[0])), unsafe.Sizeof(attr))
+		return closeOrErr(int(fd), errno)
+	case "perf-event":
+		attr := unix.PerfEventAttr{Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_CPU_CLOCK,
+			Size: uint32(unsafe.Sizeof(unix.PerfEventAttr{})), Bits: unix.PerfBitDisabled | unix.PerfBitExcludeKernel | unix.PerfBitExcludeHv}
+		fd, err := unix.PerfEventOpen(&attr, 0, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
+		return closeOrErr(fd, err)
+	case "userfaultfd":
+		fd, _, errno := unix.Syscall(unix.SYS_USERFAULTFD, unix.O_CLOEXEC|uffdUserModeOnly, 0, 0)
+		return closeOrErr(int(fd), errno)
+	case "memfd-secret":
+		fd, _, errno := unix.Syscall(unix.SYS_MEMFD_SECRET, unix.O_CLOEXEC, 0, 0)
+		return closeOrErr(int(fd), errno)
+	case "kexec":
+		_, _, errno := unix.Syscall6(unix.SYS_KEXEC_FILE_LOAD, ^uintptr(0), ^uintptr(0), 0, 0, unix.KEXEC_FILE_UNLOAD, 0)
+		return closeOrErr(-1, errno)
+	case "personality":
+		const addrNoRandomize = 0x0040000
+		_, _, errno := unix.Syscall(unix.SYS_PERSONALITY, addrNoRandomize, 0, 0)
+		return closeOrErr(-1, errno)
+	case "personality-query":
+		_, _, errno := unix.Syscall(unix.SYS_PERSONALITY, 0xffffffff, 0, 0)
+		return closeOrErr(-1, errno)
+	case "unshare-user":
+		// A Go program is multithreaded, and unshare(CLONE_NEWUSER)
+		// wants one thread: a child made with clone does it instead.
+		cmd := exec.Command("/proc/self/exe", "true")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER}
+		return cmd.Run()
+	case "true":
+		return nil
+	case "socketpair":
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
+		if err != nil {
+			return err
+		}
+		unix.Close(fds[0])
+		return unix.Close(fds[1])
 	}
 	fmt.Fprintf(os.Stderr, "sandboxprobe: unknown probe %q\n", name)
 	os.Exit(2)
 	return nil
 }
 
+// uffdUserModeOnly (linux/userfaultfd.h) lets an unprivileged process
+// make one where vm.unprivileged_userfaultfd is 0.
+const uffdUserModeOnly = 1
+
 func closeOrErr(fd int, err error) error {
 	var errno unix.Errno
 	if errors.As(err, &errno) && errno == 0 {
 		err = nil
 	}
-	if err != nil {
+	if err != nil || fd < 0 {
 		return err
 	}
 	return unix.Close(fd)
