@@ -854,3 +854,112 @@ func TestEscapeUnixSocketsWithNetwork(t *testing.T) {
 		}
 	})
 }
+
+// An allow rule lifts the sandbox only from commands it saw whole (SPEC
+// §7.2): a heredoc that appends to any file, a redirection to a file, an
+// option that writes one, all run in the sandbox (still without asking).
+func TestEscapeAllowRuleRedirections(t *testing.T) {
+	asEachUser(t, func(t *testing.T, h *sandboxHost) {
+		outside := h.path("outside")
+		h.mkdir(outside)
+		h.writeFile(filepath.Join(h.work, "in"), "b\na\n")
+		cs := h.serve(noTmp, `prefix_rule(pattern=[["cat", "echo", "sort", "tee", "sed", "dd"]], decision="allow")
+prefix_rule(pattern=["git", "diff"], decision="allow")`, nil)
+		attacks := []string{
+			"cat >> " + outside + "/heredoc <<'EOF'\nx\nEOF",
+			"cat <<EOF > " + outside + "/heredoc2\nx\nEOF",
+			"echo x > " + outside + "/redirect",
+			"sort -o " + outside + "/sort in",
+			"cat in | tee " + outside + "/tee",
+			"sed -n 'w " + outside + "/sed' in",
+			"dd if=in of=" + outside + "/dd",
+			"git diff --no-index --output=" + outside + "/git in in",
+		}
+		for _, a := range attacks {
+			res, text, _ := callTool(t, cs, "shell_command", map[string]any{"command": a, "login": false})
+			if !res.IsError && !strings.Contains(text, "Exit code: 1") {
+				t.Logf("%s: %q", a, text)
+			}
+		}
+		entries, _ := os.ReadDir(outside)
+		for _, e := range entries {
+			t.Errorf("%s was written outside the sandbox's roots", e.Name())
+		}
+		// What the rules saw whole still runs outside the sandbox.
+		_, text, _ := callTool(t, cs, "shell_command", map[string]any{"command": "cat /proc/self/status 2>/dev/null", "login": false})
+		if !strings.Contains(text, "Seccomp:\t0") {
+			t.Errorf("cat allowed by a rule, with stderr to /dev/null: %q; want it unsandboxed", text)
+		}
+	})
+}
+
+// An allow rule names a program, not whatever file of that name a
+// sandboxed command put first on PATH (an activated virtualenv,
+// node_modules/.bin in the workspace): such a program runs in the
+// sandbox (SPEC §7.2).
+func TestEscapePlantedProgram(t *testing.T) {
+	asEachUser(t, func(t *testing.T, h *sandboxHost) {
+		outside := h.path("outside")
+		h.mkdir(outside, filepath.Join(h.work, "bin"))
+		h.env = []string{"PATH=" + filepath.Join(h.work, "bin") + ":/usr/local/bin:/usr/bin:/bin"}
+		cs := h.serve(noTmp, `prefix_rule(pattern=[["cat", "git"]], decision="allow")`, nil)
+		// Planted by a sandboxed command, in the workspace.
+		plant := "printf '#!/bin/sh\\necho pwned > " + outside + "/$(basename $0)\\n' > bin/cat && cp bin/cat bin/git && chmod +x bin/cat bin/git"
+		if res, text, _ := callTool(t, cs, "shell_command", map[string]any{"command": plant, "login": false}); res.IsError || !strings.Contains(text, "Exit code: 0") {
+			t.Fatalf("planting: %q", text)
+		}
+		for _, c := range []string{"cat README", "git status"} {
+			callTool(t, cs, "shell_command", map[string]any{"command": c, "login": false})
+			callTool(t, cs, "shell", map[string]any{"command": strings.Fields(c)})
+		}
+		h.absent(filepath.Join(outside, "cat"), filepath.Join(outside, "git"))
+	})
+}
+
+// A forbidden rule is not run past by spelling the script so that the
+// parser does not see it (SPEC §7.1): every such form is looked into, or
+// counted as opaque, which asks (here: nobody can be asked, so it is
+// refused).
+func TestEscapeHiddenScripts(t *testing.T) {
+	asEachUser(t, func(t *testing.T, h *sandboxHost) {
+		precious := filepath.Join(h.work, "precious")
+		bash, err := exec.LookPath("bash")
+		if err != nil {
+			t.Fatal(err)
+		}
+		copyFile(t, bash, filepath.Join(h.work, "bash")) // a shell the model chose, in the workspace
+		h.chown(filepath.Join(h.work, "bash"))
+		cs := h.serve("", `prefix_rule(pattern=["rm"], decision="forbidden")`, nil)
+		calls := []struct {
+			tool string
+			args map[string]any
+		}{
+			{"shell", map[string]any{"command": []string{"bash", "-c", "--", "rm precious"}}},
+			{"shell", map[string]any{"command": []string{"bash", "-o", "errexit", "-c", "rm precious"}}},
+			{"shell", map[string]any{"command": []string{"bash", "-O", "extglob", "-c", "rm precious"}}},
+			{"shell", map[string]any{"command": []string{"bash", "+O", "extglob", "-c", "rm precious"}}},
+			{"shell", map[string]any{"command": []string{"bash", "--rcfile", "/dev/null", "-c", "rm precious"}}},
+			{"shell", map[string]any{"command": []string{"bash", "--norc", "--noprofile", "-c", "rm precious"}}},
+			{"shell", map[string]any{"command": []string{"sh", "-ec", "rm precious"}}},
+			{"shell_command", map[string]any{"command": "bash -c 'rm precious'", "login": false}},
+			{"shell_command", map[string]any{"command": "true && sh -ec 'rm precious'", "login": false}},
+			{"shell_command", map[string]any{"command": "env rm precious", "login": false}},
+			{"shell_command", map[string]any{"command": "echo precious | xargs rm", "login": false}},
+			{"shell_command", map[string]any{"command": "find . -name precious -exec rm {} +", "login": false}},
+			{"shell_command", map[string]any{"command": "eval 'rm precious'", "login": false}},
+			{"shell_command", map[string]any{"command": "env -S 'rm precious'", "login": false}},
+			{"exec_command", map[string]any{"cmd": "rm precious", "shell": "./bash", "login": false}},
+			{"exec_command", map[string]any{"cmd": "rm prec''ious", "shell": "./bash", "login": false}},
+		}
+		for _, c := range calls {
+			h.writeFile(precious, "x")
+			res, text, _ := callTool(t, cs, c.tool, c.args)
+			if !res.IsError || !strings.Contains(text, "rejected") {
+				t.Errorf("%s %v: %q; want it refused", c.tool, c.args, text)
+			}
+			if _, err := os.Stat(precious); err != nil {
+				t.Errorf("%s %v removed precious", c.tool, c.args)
+			}
+		}
+	})
+}

@@ -25,6 +25,8 @@ type sandboxHost struct {
 	probe  string // sandboxprobe, executable by the user
 	// support is execd doctor's report, key → value.
 	support map[string]string
+	// env is added to execd's environment (a later duplicate wins).
+	env []string
 }
 
 // asEachUser runs f as root and as nobody (the latter only when the tests
@@ -222,6 +224,7 @@ func (h *sandboxHost) command(config string, args ...string) *exec.Cmd {
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + h.path("home"), "XDG_CONFIG_HOME=" + h.path("home"), "LANG=C", noRaceExitSleep}
+	cmd.Env = append(cmd.Env, h.env...)
 	return cmd
 }
 

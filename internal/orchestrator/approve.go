@@ -260,6 +260,7 @@ func (o *Orchestrator) authorize(ctx context.Context, c call) (grant, error) {
 	r := policy.Require(a.rules, policy.Request{
 		Argv: c.argv, Policy: a.policy, Sandboxed: o.confines(),
 		Escalated: c.approval.Escalated, Prefix: c.approval.Prefix,
+		Planted: func(argv0 string) bool { return o.planted(argv0, c.cwd) },
 	})
 	// Only an approval or allow rules lift the sandbox: a known-safe
 	// command asked to escalate runs in it (git status runs hooks and

@@ -121,11 +121,132 @@ func FuzzRequire(f *testing.F) {
 		if escalated && req.Policy != OnRequest {
 			return // refused before the rules
 		}
-		inner, _ := literalCommands(req.Argv)
-		for _, c := range append(Commands(req.Argv), inner...) {
+		for _, c := range append(Commands(req.Argv), ScriptCommands(req.Argv)...) {
 			if len(c) > 0 && (c[0] == "rm" || strings.HasSuffix(c[0], "/rm")) && r.Outcome != Refuse {
 				t.Fatalf("%q: runs rm (%q) with outcome %d", script, c, r.Outcome)
 			}
+		}
+	})
+}
+
+// trustGen builds a bash script from a grammar of plain commands,
+// redirections, heredocs, substitutions, wrappers and the spellings of
+// nested shells, steered by the fuzzer's bytes, and knows what it built:
+// whether every command is plain words (plain) and whether the parser can
+// see an rm run (rm: as a command, behind a wrapper, in a substitution
+// or a nested shell; not in a heredoc's body).
+type trustGen struct {
+	in []byte
+}
+
+func (g *trustGen) pick(n int) int {
+	if len(g.in) == 0 {
+		return 0
+	}
+	c := int(g.in[0]) % n
+	g.in = g.in[1:]
+	return c
+}
+
+var (
+	trustWords = []string{"cat f", "echo hi", "ls -l", "sort x", "git status", "rm f", "printf x"}
+	// trustShells are spellings of a nested shell with -c; the script
+	// follows in single quotes.
+	trustShells = []string{"bash -c", "bash -c --", "bash -o errexit -c", "bash -O extglob -c", "bash +O extglob -c",
+		"bash --rcfile /dev/null -c", "bash --norc --noprofile -c", "sh -ec", "sh -c -e", "dash -c", "/bin/bash -lc",
+		"bash -euo pipefail -c", "busybox sh -c"}
+	trustWrappers = []string{"env ", "env -i A=1 ", "timeout 5 ", "nohup ", "nice -n 5 ", "xargs ", "command ", "stdbuf -oL "}
+	// trustRedirs: harmless ones first.
+	trustRedirs     = []string{"", " 2>&1", " > /dev/null", " 2>/dev/null", " &>/dev/null", " < /dev/null", " >&2"}
+	trustBadRedirs  = []string{" > out", " >> /etc/x", " >& out", " > $X", " 2> log", " <<< x", " {fd}>/dev/null"}
+	trustConnectors = []string{" && ", " || ", "; ", " | ", "\n"}
+)
+
+// script returns a script of one to three statements.
+func (g *trustGen) script(depth int) (s string, plain, rm bool) {
+	plain = true
+	n := 1 + g.pick(3)
+	heredoc := false // the last statement ended with a heredoc's delimiter line
+	for i := range n {
+		st, p, r := g.statement(depth)
+		switch {
+		case i > 0 && heredoc:
+			s += "\n" // nothing may follow the delimiter on its line
+		case i > 0:
+			s += trustConnectors[g.pick(len(trustConnectors))]
+		}
+		s += st
+		plain, rm = plain && p, rm || r
+		heredoc = strings.HasSuffix(st, "\nEOF")
+	}
+	if !heredoc && g.pick(8) == 0 {
+		s += " &"
+		plain = false
+	}
+	return s, plain, rm
+}
+
+func (g *trustGen) statement(depth int) (s string, plain, rm bool) {
+	plain = true
+	switch k := g.pick(7); {
+	case k <= 2 || depth > 2:
+		w := trustWords[g.pick(len(trustWords))]
+		s, rm = w, strings.HasPrefix(w, "rm")
+	case k == 3:
+		w := trustWords[g.pick(len(trustWords))]
+		s, rm = trustWrappers[g.pick(len(trustWrappers))]+w, strings.HasPrefix(w, "rm")
+	case k == 4:
+		inner, p, r := g.script(depth + 1)
+		if strings.Contains(inner, "'") {
+			inner, p, r = "rm f", true, true // nested single quotes: keep it simple
+		}
+		s, rm, plain = trustShells[g.pick(len(trustShells))]+" '"+inner+"'", r, p
+	case k == 5:
+		inner, _, r := g.script(depth + 1)
+		s, rm, plain = "echo $("+inner+"\n)", r, false
+	default:
+		body := trustWords[g.pick(len(trustWords))]
+		s, plain = "cat <<'EOF'\n"+body+"\nEOF", false
+		if g.pick(2) == 0 {
+			s = "cat >> /etc/profile <<EOF\n" + body + "\nEOF"
+		}
+		return s, plain, false // the heredoc's body is not run by the shell
+	}
+	if g.pick(3) == 0 {
+		if g.pick(2) == 0 {
+			s += trustRedirs[g.pick(len(trustRedirs))]
+		} else {
+			s += trustBadRedirs[g.pick(len(trustBadRedirs))]
+			plain = false
+		}
+	}
+	return s, plain, rm
+}
+
+// FuzzTrust: a call whose commands are not all plain words never runs
+// without the sandbox by rules, and a forbidden program the parser can
+// see is never run (SPEC §7.1, §7.2).
+func FuzzTrust(f *testing.F) {
+	for _, s := range []string{"", "\x04\x00\x01", "\x03\x05", "\x06\x01", "\x02\x00\x03\x05", "\x00\x05\x00\x01\x07"} {
+		f.Add([]byte(s), uint8(0))
+	}
+	rules := NewRules(&File{Rules: []*Rule{
+		{Pattern: [][]string{{"rm"}}, Decision: Forbidden},
+		{Pattern: [][]string{{"cat", "echo", "ls", "sort", "printf", "env", "timeout", "nohup", "nice", "xargs", "command",
+			"stdbuf", "bash", "sh", "dash", "/bin/bash", "busybox"}}, Decision: Allow},
+		{Pattern: [][]string{{"git"}, {"status"}}, Decision: Allow},
+	}})
+	policies := []ApprovalPolicy{Untrusted, OnFailure, OnRequest, Never}
+	f.Fuzz(func(t *testing.T, choices []byte, p uint8) {
+		g := &trustGen{in: choices}
+		script, plain, rm := g.script(0)
+		req := Request{Argv: bashLc(script), Policy: policies[int(p)%len(policies)], Sandboxed: true}
+		r := Require(rules, req)
+		if r.Unsandboxed && !plain {
+			t.Fatalf("%q: not all plain, but runs without the sandbox", script)
+		}
+		if rm && r.Outcome == Run {
+			t.Fatalf("%q: runs rm past a forbidden rule", script)
 		}
 	})
 }

@@ -31,7 +31,17 @@ type Request struct {
 	Escalated bool // sandbox_permissions = require_escalated
 	// Prefix is the model's prefix_rule proposal, if any.
 	Prefix []string
+	// Planted reports whether the program a command names (its argv[0],
+	// found as the shell or execd would find it: on the command's PATH,
+	// relative to its directory) could have been written by a sandboxed
+	// command: the file, a symlink on the way to it, or a PATH entry
+	// searched before it lies inside a writable root (SPEC §7.2). nil
+	// means none could.
+	Planted func(argv0 string) bool
 }
+
+// planted is Request.Planted, false when it is nil.
+func (req Request) planted(argv0 string) bool { return req.Planted != nil && req.Planted(argv0) }
 
 // Outcome is what a Requirement demands.
 type Outcome int
@@ -61,7 +71,8 @@ const NeverConflict = "approval required by policy, but AskForApproval is set to
 // Require decides whether a call runs, must be approved or is refused
 // (SPEC §7.2-§7.4, COMPAT §17.8): the rules first, for each command of the
 // call; the policy and the built-in knowledge for commands no rule
-// matches; the strictest verdict wins.
+// matches; the strictest verdict wins. A call runs without the sandbox
+// only when allow rules saw it whole: see unsandboxed.
 func Require(rs *Rules, req Request) Requirement {
 	if req.Escalated && req.Policy != OnRequest {
 		return Requirement{Outcome: Refuse, Reason: fmt.Sprintf(
@@ -70,7 +81,8 @@ func Require(rs *Rules, req Request) Requirement {
 	cmds, form := commandsOf(req.Argv)
 	heredoc := form == heredocForm
 	ev := rs.Evaluate(cmds, func(c []string) Decision { return fallback(req, c, heredoc) })
-	ev = rs.stricter(ev, req, cmds, form)
+	inner := seenIn(req.Argv, cmds, form, req.Planted)
+	ev = rs.stricter(ev, req, cmds, inner)
 	switch ev.Decision {
 	case Forbidden:
 		return Requirement{Outcome: Refuse, Reason: forbiddenReason(req.Argv, ev)}
@@ -87,28 +99,59 @@ func Require(rs *Rules, req Request) Requirement {
 		}
 		return r
 	}
-	r := Requirement{Outcome: Run, Unsandboxed: allowedByRules(cmds, ev)}
+	r := Requirement{Outcome: Run, Unsandboxed: unsandboxed(rs, req, cmds, form, ev, inner)}
 	if !heredoc {
 		r.Amendment = heuristicAmendment(ev, Allow)
 	}
 	return r
 }
 
-// stricter adds to ev what the split into commands cannot show: the
-// commands inside a script that is not plain (rm x > /dev/null,
-// echo $(rm -rf /)) and programs named by a path (/bin/rm for a rule on
-// rm). Their forbidden and prompt rules count, and so does the built-in
-// knowledge of dangerous commands for inner commands when no rule matched
-// the call itself (an allow rule for the whole script answers it); their
-// allow rules do not count, so they only make a call stricter.
-func (rs *Rules) stricter(ev Evaluation, req Request, cmds [][]string, f form) Evaluation {
-	var inner [][]string
-	opaque := false
-	if f != plainForm {
-		inner, opaque = literalCommands(req.Argv)
+// unsandboxed reports whether allow rules lift the sandbox from a call
+// (SPEC §7.2): they match every command it stands for, each of which is
+// plain words (the heredoc form counts as its command for the decision
+// but runs in the sandbox: its output may go anywhere; a shell script
+// that is not plain was not seen whole), none of which writes files of
+// its arguments (WritesFiles), none of which runs a program that a
+// sandboxed command could have planted, and every command they run in
+// turn (behind env, xargs, a nested shell) is also allowed by a rule and
+// seen whole.
+func unsandboxed(rs *Rules, req Request, cmds [][]string, f form, ev Evaluation, inner seen) bool {
+	if f == heredocForm || inner.opaque || inner.partial || !allowedByRules(cmds, ev) {
+		return false
 	}
+	if _, ok := shellInvocation(req.Argv); ok && f == wholeForm {
+		return false // a shell that runs a script or its input, seen as a whole argv
+	}
+	script := f == plainForm
+	if req.planted(req.Argv[0]) {
+		return false // the shell of a plain script, or the program itself
+	}
+	all := append(slices.Clone(cmds), inner.cmds...)
+	for _, c := range all {
+		if WritesFiles(c) || (!(script && Builtin(c[0])) && req.planted(c[0])) {
+			return false
+		}
+	}
+	for _, c := range inner.cmds {
+		if !slices.ContainsFunc(rs.Check(c), func(m Match) bool { return m.Decision == Allow }) {
+			return false
+		}
+	}
+	return true
+}
+
+// stricter adds to ev what the split into commands cannot show: what the
+// call runs beyond them (inner: commands inside a script that is not
+// plain, such as rm x > /dev/null or echo $(rm -rf /), and behind other
+// commands, such as env rm f or sh -c 'rm f') and programs named by a
+// path (/bin/rm for a rule on rm). Their forbidden and prompt rules
+// count, and so does the built-in knowledge of dangerous commands for
+// inner commands when no rule matched the call itself (an allow rule for
+// the whole script answers it); their allow rules do not count, so they
+// only make a call stricter.
+func (rs *Rules) stricter(ev Evaluation, req Request, cmds [][]string, inner seen) Evaluation {
 	var named [][]string
-	for _, c := range append(slices.Clone(cmds), inner...) {
+	for _, c := range append(slices.Clone(cmds), inner.cmds...) {
 		if b, ok := bareName(c); ok {
 			named = append(named, b)
 		}
@@ -123,14 +166,14 @@ func (rs *Rules) stricter(ev Evaluation, req Request, cmds [][]string, f form) E
 		}
 	}
 	ruled := slices.ContainsFunc(ev.Matches, func(m Match) bool { return !m.Heuristic })
-	for i, c := range append(inner, named...) {
+	for i, c := range append(slices.Clone(inner.cmds), named...) {
 		ms := rs.Check(c)
 		for _, m := range ms {
 			if m.Decision >= Prompt {
 				add(m)
 			}
 		}
-		if len(ms) == 0 && !ruled && i < len(inner) && Dangerous(c) {
+		if len(ms) == 0 && !ruled && i < len(inner.cmds) && Dangerous(c) {
 			// The call's argv stands for it: that is the prefix offered,
 			// not a cut of c (rm -rf of rm -rf *).
 			if d := fallback(req, c, false); d >= Prompt {
@@ -138,16 +181,16 @@ func (rs *Rules) stricter(ev Evaluation, req Request, cmds [][]string, f form) E
 			}
 		}
 	}
-	// A script the parser cannot read as the shell will may hide what
-	// the rules refuse or ask for, or a dangerous command. When no rule
-	// matched the call itself, it asks if there are rules that refuse or
-	// ask, or if it mentions rm.
-	if opaque && !ruled {
+	// What the parser cannot see may hide what the rules refuse or ask
+	// for, or a dangerous command. When no rule matched the call itself,
+	// it asks if there are rules that refuse or ask, or if the call
+	// mentions rm.
+	if inner.opaque && !ruled {
 		d := Decision(0)
-		switch script, _ := shellScript(req.Argv); {
+		switch {
 		case rs.strict():
 			d = Prompt
-		case mentionsRm.MatchString(script):
+		case mentionsRm.MatchString(strings.Join(req.Argv, " ")):
 			d = fallback(req, []string{"rm", "-rf"}, false)
 		}
 		if d >= Prompt {
@@ -164,7 +207,7 @@ var mentionsRm = regexp.MustCompile(`(^|[^\w.-])rm([^\w.-]|$)`)
 // matches. A command fed by a heredoc is never known-safe: its output may
 // go anywhere (cat <<'EOF' > .git/config).
 func fallback(req Request, cmd []string, heredoc bool) Decision {
-	if !heredoc && KnownSafe(cmd) {
+	if !heredoc && KnownSafe(cmd) && !req.planted(cmd[0]) {
 		return Allow
 	}
 	switch req.Policy {

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -43,8 +44,9 @@ func commandsOf(argv []string) ([][]string, form) {
 // whose script is a plain sequence, and returns its commands: words and
 // quoted strings joined by &&, ||, ; and |, without expansion (globbing
 // characters and ~ unquoted count as expansion: they change the argv at
-// run time), redirection, subshell, substitution, assignment or
-// background job.
+// run time), subshell, substitution, assignment or background job, and
+// with no redirection but to or from /dev/null and descriptor
+// duplications (2>&1, >&2): nothing a plain command does reaches a file.
 func PlainCommands(argv []string) ([][]string, bool) {
 	f, ok := parseShellScript(argv)
 	if !ok {
@@ -150,7 +152,7 @@ func simpleStmt(st *syntax.Stmt) bool {
 }
 
 func appendPlain(cmds *[][]string, st *syntax.Stmt) bool {
-	if !simpleStmt(st) || len(st.Redirs) > 0 {
+	if !simpleStmt(st) || slices.ContainsFunc(st.Redirs, func(r *syntax.Redirect) bool { return !harmless(r) }) {
 		return false
 	}
 	switch c := st.Cmd.(type) {
@@ -165,6 +167,27 @@ func appendPlain(cmds *[][]string, st *syntax.Stmt) bool {
 			return false
 		}
 		return appendPlain(cmds, c.X) && appendPlain(cmds, c.Y)
+	}
+	return false
+}
+
+// harmless reports whether a redirection reaches no file: to or from
+// /dev/null, or a duplication or closing of a descriptor (2>&1, <&0,
+// >&-). A numbered descriptor only ({fd}>x would assign a variable), and
+// >&WORD only with a number or -, since bash takes >&file for &>file.
+func harmless(r *syntax.Redirect) bool {
+	if r.N != nil && !isDigits(r.N.Value) {
+		return false
+	}
+	w, ok := plainWord(r.Word)
+	if !ok {
+		return false
+	}
+	switch r.Op {
+	case syntax.RdrOut, syntax.AppOut, syntax.RdrIn, syntax.RdrInOut, syntax.RdrClob, syntax.RdrAll, syntax.AppAll:
+		return w == "/dev/null"
+	case syntax.DplOut, syntax.DplIn:
+		return w == "-" || isDigits(w)
 	}
 	return false
 }
@@ -186,12 +209,19 @@ func plainWords(c *syntax.CallExpr) ([]string, bool) {
 
 // plainWord returns the value of a word made of literal text and quoted
 // strings, as the shell would pass it.
-func plainWord(w *syntax.Word) (string, bool) {
+func plainWord(w *syntax.Word) (string, bool) { return wordValue(w, false) }
+
+// literalWord is plainWord that also takes globbing, brace and tilde
+// characters as they are written (-I{}, *.txt): for the commands the
+// rules look at only to be stricter, where the text is the best guess.
+func literalWord(w *syntax.Word) (string, bool) { return wordValue(w, true) }
+
+func wordValue(w *syntax.Word, patterns bool) (string, bool) {
 	var b strings.Builder
 	for i, part := range w.Parts {
 		switch p := part.(type) {
 		case *syntax.Lit:
-			if strings.ContainsAny(p.Value, "*?[{~") || bareDollar(p.Value) || (i == 0 && strings.HasPrefix(p.Value, "=")) {
+			if (!patterns && strings.ContainsAny(p.Value, "*?[{~")) || bareDollar(p.Value) || (i == 0 && strings.HasPrefix(p.Value, "=")) {
 				return "", false // globbing, braces, tilde, $, zsh's =cmd: expanded at run time
 			}
 			b.WriteString(unescape(p.Value, false))
@@ -300,23 +330,89 @@ func identifier(s string) bool {
 	return s != ""
 }
 
-// literalCommands returns, for a call that runs a shell script and is
-// not plain, the leading literal words of every simple command anywhere
-// in the script: in pipelines with redirections, subshells,
-// substitutions, conditions, loops and functions (not inside heredoc
-// bodies or eval'd strings). opaque reports a script the parser cannot
-// be trusted to read as the shell will (SPEC §7.1: it does not parse, or
-// parses differently): the shell may run commands the list lacks. The
-// rules see these only to refuse or ask; a command partly hidden behind
-// expansions can never be allowed by them.
-func literalCommands(argv []string) (cmds [][]string, opaque bool) {
-	script, ok := shellScript(argv)
+// maxDepth bounds how deep the policy follows scripts inside scripts
+// (bash -c "sh -c 'env bash -c …'"); deeper ones are opaque.
+const maxDepth = 8
+
+// seen collects what the parser can see a call run (SPEC §7.1), for the
+// rules to be stricter with: every simple command anywhere in its
+// scripts, taken as its leading literal words (behind redirections, in
+// pipelines, subshells, substitutions, conditions, loops and functions;
+// not in heredoc bodies), the commands and scripts of the commands that
+// run others (shells with -c, wrappers such as env, xargs or timeout,
+// eval, trap, su -c, find -exec), and whether some of what it runs cannot
+// be seen (opaque): a script that does not parse or that the parser may
+// read differently from the shell, a shell that reads its commands from
+// its input, an option of a wrapper the policy does not know, a shell
+// that a sandboxed command could have planted, a script too deep.
+type seen struct {
+	cmds   [][]string
+	opaque bool
+	// partial: a script among them is not plain (§7.1), so its commands
+	// as seen are not all it does (a redirection to a file, say).
+	partial bool
+	planted func(argv0 string) bool
+}
+
+// look adds what cmd runs besides itself.
+func (s *seen) look(cmd []string, depth int) {
+	if depth > maxDepth {
+		s.opaque = true
+		return
+	}
+	if len(cmd) > 0 && cmd[0] == "alias" {
+		// zsh and sh expand aliases in scripts too: what an alias stands
+		// for is not a command the parser sees.
+		s.opaque = true
+	}
+	if inv, ok := shellInvocation(cmd); ok {
+		if inv.opaque || inv.stdin || (s.planted != nil && s.planted(cmd[0])) {
+			s.opaque = true
+		}
+		if inv.hasScript {
+			s.script(inv.script, depth+1)
+		}
+		return
+	}
+	r, ok := runsOf(cmd)
 	if !ok {
-		return nil, false
+		return
+	}
+	s.opaque = s.opaque || r.opaque
+	for _, c := range r.cmds {
+		s.add(c, depth+1)
+	}
+	for _, sc := range r.scripts {
+		s.script(sc, depth+1)
+	}
+}
+
+// add adds a command and what it runs.
+func (s *seen) add(cmd []string, depth int) {
+	if len(cmd) == 0 {
+		return
+	}
+	s.cmds = append(s.cmds, cmd)
+	s.look(cmd, depth)
+}
+
+// script adds the commands of a shell script.
+func (s *seen) script(script string, depth int) {
+	if depth > maxDepth {
+		s.opaque = true
+		return
+	}
+	if !parsedAlike(script) {
+		s.opaque = true
 	}
 	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(script), "")
 	if err != nil {
-		return nil, true
+		s.opaque = true
+		return
+	}
+	var plain [][]string
+	for _, st := range f.Stmts {
+		s.partial = s.partial || !appendPlain(&plain, st)
 	}
 	syntax.Walk(f, func(n syntax.Node) bool {
 		c, ok := n.(*syntax.CallExpr)
@@ -325,50 +421,30 @@ func literalCommands(argv []string) (cmds [][]string, opaque bool) {
 		}
 		var words []string
 		for _, w := range c.Args {
-			s, ok := plainWord(w)
+			v, ok := literalWord(w)
 			if !ok {
 				break
 			}
-			words = append(words, s)
+			words = append(words, v)
 		}
-		if len(words) > 0 {
-			cmds = append(cmds, words)
-		}
+		s.add(words, depth)
 		return true
 	})
-	return cmds, !parsedAlike(script)
 }
 
-// shellScript returns the script of any shell call with -c in a cluster
-// of short options (bash -c, -lc, -ec, bash --norc -c S, bash -c S ARG0),
-// for the strict look inside; the plain split (parseShellScript) takes
-// only [shell, -c|-lc, script].
-func shellScript(argv []string) (string, bool) {
-	if len(argv) < 3 {
-		return "", false
+// seenIn returns what the parser sees a call run beyond cmds, the
+// commands it stands for (see seen): for a call that is not plain, the
+// commands anywhere in its script; for every command, what it runs.
+func seenIn(argv []string, cmds [][]string, f form, planted func(string) bool) seen {
+	s := seen{planted: planted}
+	if f != plainForm {
+		s.look(argv, 0)
+		return s
 	}
-	name := programName(argv[0])
-	switch name {
-	case "bash", "zsh", "sh", "dash", "ksh", "mksh", "yash", "busybox":
-	default:
-		return "", false
+	for _, c := range cmds {
+		s.look(c, 1)
 	}
-	for i := 1; i < len(argv)-1; i++ {
-		a := argv[i]
-		switch {
-		case strings.HasPrefix(a, "--"):
-			continue
-		case strings.HasPrefix(a, "-") || strings.HasPrefix(a, "+"):
-			if strings.ContainsRune(a[1:], 'c') {
-				return argv[i+1], true
-			}
-		case name == "busybox" && i == 1 && (a == "sh" || a == "ash"):
-			continue
-		default:
-			return "", false // a script file: nothing to look into
-		}
-	}
-	return "", false
+	return s
 }
 
 // bareName returns cmd with its program named by base name, when it is
@@ -384,10 +460,10 @@ func bareName(cmd []string) ([]string, bool) {
 	return append([]string{base}, cmd[1:]...), true
 }
 
-// ScriptCommands returns the commands the parser sees anywhere in a shell
-// call's script (see literalCommands), for messages: which command made
-// a call dangerous.
+// ScriptCommands returns the commands the parser sees a call run beyond
+// the ones it stands for (see seen), for messages: which command made a
+// call dangerous.
 func ScriptCommands(argv []string) [][]string {
-	cmds, _ := literalCommands(argv)
-	return cmds
+	cmds, f := commandsOf(argv)
+	return seenIn(argv, cmds, f, nil).cmds
 }

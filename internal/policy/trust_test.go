@@ -1,0 +1,197 @@
+package policy
+
+import (
+	"strings"
+	"testing"
+)
+
+// The rules lift the sandbox only for what they saw whole (SPEC §7.2):
+// plain words, no redirection but /dev/null and descriptor duplications,
+// no heredoc, no option that writes a file, no program a sandboxed
+// command could have planted.
+func TestUnsandboxedByRules(t *testing.T) {
+	rules := rulesOf(t, `
+prefix_rule(pattern=[["cat", "echo", "ls", "sort", "tee", "sed", "find", "dd", "uniq", "curl", "env", "printf"]], decision="allow")
+prefix_rule(pattern=["git", ["add", "diff", "status", "log"]], decision="allow")
+prefix_rule(pattern=["bash", "-c"], decision="allow")
+prefix_rule(pattern=["bash", "-lc"], decision="allow")
+`)
+	plantedCat := func(name string) bool { return name == "cat" || name == "./tool" || name == "echo" }
+	tests := []struct {
+		argv    []string
+		planted func(string) bool
+		want    bool
+	}{
+		{bashLc("cat README"), nil, true},
+		{bashLc("cat >> /any/file <<'EOF'\nx\nEOF"), nil, false},
+		{bashLc("cat <<'EOF'\nx\nEOF"), nil, false},
+		{bashLc("echo x > /etc/profile"), nil, false},
+		{bashLc("echo x >> ~/.bashrc"), nil, false},
+		{bashLc("echo x > /dev/null"), nil, true},
+		{bashLc(`echo x >> "/dev/null"`), nil, true},
+		{bashLc("ls 2>&1 | cat"), nil, true},
+		{bashLc("ls >&2"), nil, true},
+		{bashLc("ls 2>/dev/null"), nil, true},
+		{bashLc("ls &>/dev/null"), nil, true},
+		{bashLc("ls < /dev/null"), nil, true},
+		{bashLc("ls 3>&1 1>&2 2>&3 3>&-"), nil, true},
+		{bashLc("ls >& out"), nil, false}, // bash reads >&word as &>word
+		{bashLc("ls > /dev/null/../../etc/x"), nil, false},
+		{bashLc("ls {fd}>/dev/null"), nil, false},
+		{bashLc("cat <<< x"), nil, false},
+		{bashLc("ls > $OUT"), nil, false},
+		{bashLc("git add -A && git status"), nil, true},
+		{bashLc("git add -A && git diff --output=/etc/x"), nil, false},
+		{bashLc("git log -o /tmp/x"), nil, false},
+		{bashLc("sort x"), nil, true},
+		{bashLc("sort -o ~/.bashrc x"), nil, false},
+		{bashLc("sort -uo f x"), nil, false},
+		{bashLc("sort --output=f x"), nil, false},
+		{bashLc("tee /etc/x"), nil, false},
+		{bashLc("echo x | tee"), nil, true},
+		{bashLc("sed -n 1p f"), nil, true},
+		{bashLc("sed -i s/a/b/ f"), nil, false},
+		{bashLc("sed 'w /etc/x' f"), nil, false},
+		{bashLc("find . -name x"), nil, true},
+		{bashLc("find . -fprint /etc/x"), nil, false},
+		{bashLc("dd if=a of=/etc/x"), nil, false},
+		{bashLc("uniq a"), nil, true},
+		{bashLc("uniq a b"), nil, false},
+		{bashLc("curl -fsSL https://example.com"), nil, true},
+		{bashLc("curl -fsSLo x https://example.com"), nil, false},
+		{bashLc("env echo x"), nil, true},
+		{bashLc("env rm x"), nil, false}, // rm is not allowed by a rule
+		{bashLc("env -S 'echo x'"), nil, false},
+		{[]string{"bash", "-c", "echo x > /etc/x"}, nil, false}, // a shell script seen as one argv
+		{[]string{"bash", "-c", "ls"}, nil, true},               // plain: its command is allowed
+		{bashLc("bash -c 'cat f > out'"), nil, false},           // a nested script that is not plain
+		{bashLc("bash -c 'cat f'"), nil, true},
+		{bashLc("cat x"), plantedCat, false},
+		{bashLc("echo x"), plantedCat, true}, // a builtin: no file runs
+		{[]string{"echo", "x"}, plantedCat, false},
+		{[]string{"./tool", "x"}, plantedCat, false},
+		{bashLc("ls"), func(n string) bool { return n == "bash" }, false},
+		{bashLc("printf x > /dev/null"), nil, true},
+	}
+	for _, tt := range tests {
+		r := Require(rules, Request{Argv: tt.argv, Policy: OnRequest, Sandboxed: true, Planted: tt.planted})
+		if r.Outcome != Run || r.Unsandboxed != tt.want {
+			t.Errorf("%q: outcome %d, unsandboxed %v; want run, unsandboxed %v", tt.argv, r.Outcome, r.Unsandboxed, tt.want)
+		}
+	}
+}
+
+// Every spelling that hides a script is looked into, or counted as
+// opaque, which asks under strict rules (SPEC §7.1): a forbidden rm is
+// never run past, nor a prompt rule.
+func TestHiddenScripts(t *testing.T) {
+	forbidden := rulesOf(t, `prefix_rule(pattern=["rm"], decision="forbidden")`)
+	prompt := rulesOf(t, `prefix_rule(pattern=["rm"], decision="prompt")`)
+	rmSeen := [][]string{
+		{"bash", "-c", "--", "rm f"},
+		{"bash", "-o", "errexit", "-c", "rm f"},
+		{"bash", "-O", "extglob", "-c", "rm f"},
+		{"bash", "+O", "extglob", "-c", "rm f"},
+		{"bash", "-euo", "pipefail", "-c", "rm f"},
+		{"bash", "--rcfile", "F", "-c", "rm f"},
+		{"bash", "--init-file", "F", "-c", "rm f"},
+		{"bash", "--norc", "--noprofile", "-c", "rm f"},
+		{"bash", "-c", "-e", "rm f"},
+		{"sh", "-ec", "rm f"},
+		{"/usr/bin/dash", "-c", "rm f", "name"},
+		{"busybox", "sh", "-c", "rm f"},
+		{"fish", "-c", "rm f"},
+		bashLc("bash -c 'rm f'"),
+		bashLc("ls && sh -ec 'rm f'"),
+		bashLc(`bash -c "sh -c 'bash -c \"rm f\"'"`),
+		bashLc("env rm f"),
+		bashLc("env -i A=1 rm f"),
+		bashLc("env bash -c 'rm f'"),
+		bashLc("timeout 5 rm f"),
+		bashLc("timeout -s KILL 5 rm f"),
+		bashLc("nohup rm f"),
+		bashLc("nice -n 5 rm f"),
+		bashLc("nice -5 rm f"),
+		bashLc("command rm f"),
+		bashLc("exec rm f"),
+		bashLc("stdbuf -oL rm f"),
+		bashLc("setsid -f rm f"),
+		bashLc("xargs rm"),
+		bashLc("xargs -0 -n1 rm"),
+		bashLc("xargs -I{} rm {}"),
+		bashLc("sudo -u bob rm f"),
+		bashLc("doas rm f"),
+		bashLc("find . -name x -exec rm {} ;"),
+		bashLc("find . -execdir rm {} +"),
+		bashLc("eval 'rm f'"),
+		bashLc("eval rm f"),
+		bashLc("trap 'rm f' EXIT"),
+		bashLc("su -c 'rm f'"),
+		bashLc("su bob -c 'rm f'"),
+		bashLc("runuser -u bob -c 'rm f'"),
+		bashLc("script -qc 'rm f' /dev/null"),
+		bashLc("flock /tmp/l rm f"),
+		bashLc("flock /tmp/l -c 'rm f'"),
+		bashLc("watch rm f"),
+		bashLc("watch -x rm f"),
+		bashLc("time rm f"),
+		bashLc("ionice -c3 rm f"),
+		bashLc("taskset 1 rm f"),
+		bashLc("chroot / rm f"),
+		bashLc("echo $(bash -c 'rm f')"),
+		{"./bash", "-c", "rm f"},
+	}
+	opaque := [][]string{
+		bashLc("env -S 'rm f'"),
+		bashLc("env --weird rm-free"),
+		bashLc("timeout --weird 5 ls"),
+		bashLc("bash"),
+		bashLc("bash -i"),
+		bashLc("sh -s"),
+		bashLc("sudo -s"),
+		bashLc("su"),
+		bashLc("alias x=rm\nx f"),
+		{"bash", "--weird-option", "-c", "ls"},
+	}
+	deep := "ls"
+	for range maxDepth + 2 {
+		deep = ShellJoin([]string{"bash", "-c", deep})
+	}
+	opaque = append(opaque, bashLc(deep))
+	planted := func(name string) bool { return name == "./bash" || name == "/w/bin/zsh" }
+	opaque = append(opaque, []string{"./bash", "-c", "ls"}, []string{"/w/bin/zsh", "-lc", "ls"})
+	for _, argv := range rmSeen {
+		req := Request{Argv: argv, Policy: OnRequest, Sandboxed: true, Planted: planted}
+		if r := Require(forbidden, req); r.Outcome != Refuse || !strings.Contains(r.Reason, "forbids commands starting with `rm`") {
+			t.Errorf("forbidden rm: %q: outcome %d %q; want it refused", argv, r.Outcome, r.Reason)
+		}
+		if r := Require(prompt, req); r.Outcome != Ask {
+			t.Errorf("prompt rm: %q: outcome %d; want it asked", argv, r.Outcome)
+		}
+	}
+	for _, argv := range opaque {
+		req := Request{Argv: argv, Policy: OnRequest, Sandboxed: true, Planted: planted}
+		if r := Require(forbidden, req); r.Outcome != Ask {
+			t.Errorf("opaque under a forbidden rule: %q: outcome %d; want it asked", argv, r.Outcome)
+		}
+		req.Policy = Never
+		if r := Require(forbidden, req); r.Outcome != Refuse {
+			t.Errorf("opaque under never: %q: outcome %d; want it refused", argv, r.Outcome)
+		}
+		req.Policy = OnRequest
+		want := Run
+		if mentionsRm.MatchString(strings.Join(argv, " ")) {
+			want = Ask // it may run rm -rf: §7.4's dangerous list would ask
+		}
+		if r := Require(NewRules(), req); r.Outcome != want {
+			t.Errorf("opaque without strict rules: %q: outcome %d; want %d", argv, r.Outcome, want)
+		}
+	}
+	// What is not hidden stays as it was.
+	for _, argv := range [][]string{bashLc("ls && bash -c 'ls'"), bashLc("env A=1 ls"), bashLc("xargs echo"), bashLc("bash script.sh"),
+		bashLc("find . -name '*.go'"), bashLc("timeout 5 make test")} {
+		if r := Require(forbidden, Request{Argv: argv, Policy: OnRequest, Sandboxed: true}); r.Outcome != Run {
+			t.Errorf("%q: outcome %d; want it run", argv, r.Outcome)
+		}
+	}
+}
