@@ -13,24 +13,27 @@ const module = "github.com/execd/execd"
 // may depend on (STYLE §1: leaves import nothing of ours; interfaces
 // belong to the consumer). The reason for each row is in its comment.
 var allowedInternal = map[string][]string{
-	"rpc":       nil,        // JSON-RPC framing knows nothing of tools or processes
-	"procfs":    nil,        // reads /proc for the leaves below
-	"reaper":    {"procfs"}, // owns processes, takes no logger
-	"fspath":    nil,        // resolves paths as the kernel does
-	"sandbox":   {"fspath"}, // restrictions and platform facts
-	"procstore": nil,        // the session table and output buffers
-	"policy":    nil,        // what commands stand for and which may run unasked
-	"audit":     nil,        // appends the audit trail
-	"patch":     {"fspath"}, // parses and applies patches; knows no approvals
-	"ptyio":     {"procfs"}, // terminals, and whether one waits for input
-	"proctest":  {"procfs"}, // test helper: finds processes by marker
+	"rpc":       nil,                   // JSON-RPC framing knows nothing of tools or processes
+	"procfs":    nil,                   // reads /proc for the leaves below
+	"reaper":    {"procfs"},            // owns processes, takes no logger
+	"fspath":    nil,                   // resolves paths as the kernel does
+	"gitrepo":   nil,                   // how git finds repositories and reads configuration
+	"sandbox":   {"fspath", "gitrepo"}, // restrictions and platform facts
+	"procstore": nil,                   // the session table and output buffers
+	"policy":    nil,                   // what commands stand for and which may run unasked
+	"audit":     nil,                   // appends the audit trail
+	"patch":     {"fspath"},            // parses and applies patches; knows no approvals
+	"ptyio":     {"procfs"},            // terminals, and whether one waits for input
+	"proctest":  {"procfs"},            // test helper: finds processes by marker
 	// test helper: runs a test binary under the process's one Reaper
 	"reaper/reapertest": {"reaper"},
 	// orchestrator runs commands through the leaves, deciding with policy
 	// whether they may run and recording that in audit, and applies
-	// patches once approved; it never speaks MCP (it declares the
+	// patches once approved, resolves programs with fspath and asks
+	// gitrepo what a git it would run
+	// outside the sandbox would use; it never speaks MCP (it declares the
 	// Approver that tools implements).
-	"orchestrator": {"reaper", "sandbox", "procstore", "ptyio", "policy", "audit", "patch"},
+	"orchestrator": {"reaper", "sandbox", "procstore", "ptyio", "policy", "audit", "patch", "gitrepo", "fspath"},
 	// tools speaks MCP; it uses sandbox for its error and mode types and
 	// the denial guess, policy for shell-quoting commands, patch to find
 	// patches in shell calls and word their results.

@@ -963,3 +963,80 @@ func TestEscapeHiddenScripts(t *testing.T) {
 		}
 	})
 }
+
+// A git that runs outside the sandbox (an allow rule for git status, an
+// approved escalation) must not use a repository a sandboxed command
+// could have written: its fsmonitor, hooks and the rest are programs
+// (SPEC §7.2). Each attack writes a marker outside the roots when it
+// works.
+func TestEscapeGitRepositories(t *testing.T) {
+	asEachUser(t, func(t *testing.T, h *sandboxHost) {
+		outside := h.path("outside")
+		h.mkdir(outside)
+		// The workspace is a repository from the start, with a
+		// submodule whose .git is a directory of its own (old style).
+		h.hostSh(h.work, "git init -q && git config user.name t && git config user.email t@example.com && "+
+			"git commit -q --allow-empty -m init && "+
+			"git init -q sub && git -C sub commit -q --allow-empty -m sub && "+
+			"printf '[submodule \"sub\"]\\n\\tpath = sub\\n\\turl = ./sub\\n' > .gitmodules && "+
+			"git add .gitmodules sub && git commit -q -m sub")
+		rules := `prefix_rule(pattern=["git", ["status", "commit", "-C"]], decision="allow")
+prefix_rule(pattern=["cd"], decision="allow")`
+		cs := h.serve(noTmp, rules, nil)
+		sandboxed := func(script string) {
+			t.Helper()
+			if res, text, _ := callTool(t, cs, "shell_command", map[string]any{"command": script, "login": false}); res.IsError {
+				t.Fatalf("%s: %q", script, text)
+			}
+		}
+		hook := func(marker string) string { return "touch " + filepath.Join(outside, marker) + "; false" }
+		// A nested repository the sandbox made, with an fsmonitor.
+		sandboxed("mkdir nested && cd nested && git init -q && git config core.fsmonitor '" + hook("nested") + "'")
+		callTool(t, cs, "shell_command", map[string]any{"command": "cd nested && git status", "login": false})
+		callTool(t, cs, "shell", map[string]any{"command": []string{"git", "-C", "nested", "status"}})
+		// The submodule's repository, written by the sandbox: protected.
+		sandboxed("git -C sub config core.fsmonitor '" + hook("submodule") + "' || true")
+		callTool(t, cs, "shell_command", map[string]any{"command": "git status", "login": false})
+		// Hooks kept in the workspace by configuration (husky).
+		h.hostSh(h.work, "git config core.hooksPath .husky")
+		cs2 := h.serve(noTmp, rules, nil) // a new execd: the repository is as it was at start
+		if res, text, _ := callTool(t, cs2, "shell_command", map[string]any{"login": false,
+			"command": "mkdir -p .husky && printf '#!/bin/sh\\n" + hook("husky") + "\\n' > .husky/pre-commit && chmod +x .husky/pre-commit"}); res.IsError {
+			t.Fatalf("planting the hook: %q", text)
+		}
+		callTool(t, cs2, "shell_command", map[string]any{"command": "git commit -q --allow-empty -m x", "login": false})
+		for _, m := range []string{"nested", "submodule", "husky"} {
+			h.absent(filepath.Join(outside, m))
+		}
+		// A repository the sandbox made at the top of a workspace that had
+		// none when execd started.
+		fresh := h.path("fresh")
+		h.mkdir(fresh)
+		cmd := h.command(noTmp+"\n[rules]\nfiles = ["+strconvQuote(h.path("test.rules"))+"]\n", "serve")
+		cmd.Args[len(cmd.Args)-1] = fresh // --cwd
+		cmd.Stderr = &testLog{t: t}
+		cs3 := connect(t, cmd, nil, &mcp.ClientSessionOptions{ProtocolVersion: "2025-06-18"})
+		callTool(t, cs3, "shell_command", map[string]any{"login": false,
+			"command": "git init -q && git config core.fsmonitor '" + hook("fresh") + "'"})
+		_, text, _ := callTool(t, cs3, "shell_command", map[string]any{"command": "git status", "login": false})
+		h.absent(filepath.Join(outside, "fresh"))
+		if !strings.Contains(text, "Note: execd ran git in the sandbox: its repository") {
+			t.Errorf("git status in a repository made by the sandbox: %q; want a note that says why it ran in the sandbox", text)
+		}
+		// A repository protected since execd started, configured by the
+		// user with a program outside the roots: git runs without the
+		// sandbox, as the rule says.
+		tool := h.path("tools/fsmon")
+		h.mkdir(filepath.Dir(tool))
+		h.writeFile(tool, "#!/bin/sh\ngrep Seccomp: /proc/self/status > "+filepath.Join(outside, "trusted")+"\nexit 1\n")
+		if err := os.Chmod(tool, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		h.hostSh(h.work, "git config --unset core.hooksPath; git config core.fsmonitor "+tool)
+		cs4 := h.serve(noTmp, rules, nil)
+		callTool(t, cs4, "shell_command", map[string]any{"command": "git status", "login": false})
+		if b, err := os.ReadFile(filepath.Join(outside, "trusted")); err != nil || !strings.Contains(string(b), "\t0") {
+			t.Errorf("git status in a trusted repository: %q, %v; want it run without the sandbox", b, err)
+		}
+	})
+}

@@ -23,6 +23,10 @@ type SandboxPolicy struct {
 	// FailClosed refuses commands when Mode cannot be enforced. When false
 	// they run without a sandbox, and that is logged at start.
 	FailClosed bool
+	// OwnFiles are execd's own files (rules, amend, audit and config
+	// files): read-only to sandboxed commands where they lie inside a
+	// writable root (SPEC §8.2).
+	OwnFiles []string
 }
 
 // initSandbox learns what the host supports (probing it unless given) and
@@ -140,6 +144,7 @@ func (o *Orchestrator) start(cmd *exec.Cmd, sandboxed bool) error {
 		UnixSockets:    o.sandbox.NetworkAccess && o.sandbox.AllowUnixSockets,
 		Roots:          o.roots,
 		ProtectedNames: o.sandbox.ProtectedNames,
+		ProtectedPaths: o.protectedPaths,
 	}
 	program, args, dir := cmd.Path, cmd.Args, cmd.Dir
 	launch, err := sandbox.Wrap(cmd, policy, o.support)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -69,6 +70,9 @@ type ExecResult struct {
 	Duration time.Duration
 	// Sandboxed reports that the command ran inside execd's sandbox.
 	Sandboxed bool
+	// Note says why a command lifted out of the sandbox ran in it after
+	// all (confine), for the model; "" otherwise.
+	Note string
 }
 
 // SpawnError reports a command that could not be started.
@@ -118,10 +122,12 @@ func (o *Orchestrator) Exec(ctx context.Context, req ExecRequest) (*ExecResult, 
 
 // execOnce runs an authorized one-shot command.
 func (o *Orchestrator) execOnce(ctx context.Context, req ExecRequest, c call, sandboxed bool) (*ExecResult, error) {
+	sandboxed, gitEnv, note := o.confine(c, sandboxed)
 	cmd, err := o.command(c.argv, c.cwd, sandboxed)
 	if err != nil {
 		return nil, err
 	}
+	cmd.Env = slices.Concat(cmd.Env, gitEnv)
 	label := o.SandboxLabel(sandboxed)
 	var onStart func()
 	if req.OnStart != nil {
@@ -134,7 +140,7 @@ func (o *Orchestrator) execOnce(ctx context.Context, req ExecRequest, c call, sa
 	log := o.log.With(zap.String("call_id", req.CallID), zap.Int("pid", cmd.Process.Pid))
 	log.Info("command started", zap.String("program", cmd.Path), zap.String("dir", cmd.Dir), zap.String("sandbox", label))
 	res := run.wait(ctx, o, req.Timeout)
-	res.Sandboxed = label != "none"
+	res.Sandboxed, res.Note = label != "none", note
 	log.Info("command finished", zap.Int("exit_code", res.ExitCode), zap.Duration("duration", res.Duration),
 		zap.Bool("timed_out", res.TimedOut), zap.NamedError("stopped", res.Stopped))
 	o.finished(c, label, res.ExitCode, res.Duration)

@@ -70,6 +70,13 @@ type Orchestrator struct {
 	bareSess   []string // sessionEnv without them
 	approvals  *approvals
 	patchMu    sync.Mutex // held by a patch from its Prepare to its Commit
+	// protectedPaths are kept read-only in every launch (Policy's
+	// ProtectedPaths): execd's own files and the .git of submodules
+	// found at start.
+	protectedPaths []string
+	// gitStart are the parts of the protected repositories found at
+	// start, as they were then (recordGit).
+	gitStart map[string]fileID
 
 	sessions        *procstore.Store[*session]
 	sessionsRunning sync.WaitGroup // session pumps and waiters
@@ -115,6 +122,7 @@ func New(opts Options) (*Orchestrator, error) {
 	}
 	env := BuildEnv(base, opts.Env)
 	o.initSandbox(opts.Support, env)
+	o.protectedPaths = slices.Clone(opts.Sandbox.OwnFiles)
 	o.env = append(slices.Clip(env), o.sandboxMarkers(true)...)
 	o.bareEnv = append(slices.Clip(env), o.sandboxMarkers(false)...)
 	if o.shell.Path == "" {
@@ -125,6 +133,7 @@ func New(opts Options) (*Orchestrator, error) {
 			log.Warn("user shell fallback", zap.String("reason", note))
 		}
 	}
+	o.recordGit()
 	o.sessionEnv = withOverrides(o.env, sessionOverrides)
 	o.bareSess = withOverrides(o.bareEnv, sessionOverrides)
 	o.approvals = newApprovals(opts)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -122,6 +123,8 @@ type Chunk struct {
 	Wall    time.Duration
 	// Sandboxed reports that the command runs inside execd's sandbox.
 	Sandboxed bool
+	// Note is ExecResult's, on the chunk of the call that started it.
+	Note string
 }
 
 // session is a command kept across calls.
@@ -197,11 +200,12 @@ func (o *Orchestrator) StartSession(ctx context.Context, req SessionRequest) (*C
 // startSession starts an authorized session command.
 func (o *Orchestrator) startSession(ctx context.Context, req SessionRequest, c call, sandboxed bool) (*Chunk, error) {
 	start := time.Now()
+	sandboxed, gitEnv, note := o.confine(c, sandboxed)
 	cmd, err := o.command(c.argv, c.cwd, sandboxed)
 	if err != nil {
 		return nil, err
 	}
-	cmd.Env = o.environ(sandboxed, true)
+	cmd.Env = slices.Concat(o.environ(sandboxed, true), gitEnv)
 	s, err := o.spawnSession(cmd, req, c, sandboxed)
 	if err != nil {
 		return nil, err
@@ -219,7 +223,7 @@ func (o *Orchestrator) startSession(ctx context.Context, req SessionRequest, c c
 		}
 	}
 	chunk := s.chunk(start)
-	chunk.Waiting = outcome == waitingInput
+	chunk.Waiting, chunk.Note = outcome == waitingInput, note
 	if outcome == cancelled {
 		chunk.Stopped = context.Cause(ctx)
 	}

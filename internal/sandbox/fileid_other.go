@@ -4,5 +4,5 @@ package sandbox
 
 import "os"
 
-// fileID has nothing to offer where there is no sandbox.
-func fileID(os.FileInfo) (dev, ino uint64) { return 0, 0 }
+// FileID has nothing to offer where there is no sandbox.
+func FileID(os.FileInfo) (dev, ino uint64) { return 0, 0 }

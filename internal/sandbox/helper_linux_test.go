@@ -73,7 +73,7 @@ func roots(t *testing.T, dirs ...string) []Root {
 		if err != nil {
 			t.Fatal(err)
 		}
-		dev, ino := fileID(fi)
+		dev, ino := FileID(fi)
 		out = append(out, Root{Path: d, Dev: dev, Ino: ino})
 	}
 	return out

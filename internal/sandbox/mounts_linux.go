@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/execd/execd/internal/gitrepo"
 )
 
 // openRoot is a writable root opened as an O_PATH descriptor.
@@ -145,13 +147,86 @@ func pinAndProtect(p *Policy, outer, roots, inner []openRoot) error {
 		}
 	}
 	for _, r := range roots {
-		if !r.Shared {
-			if err := pl.protectNames(r.Root, p.ProtectedNames); err != nil {
+		if r.Shared {
+			continue
+		}
+		if err := pl.protectNames(r.Root, p.ProtectedNames); err != nil {
+			return err
+		}
+		if slices.Contains(p.ProtectedNames, ".git") {
+			if err := pl.protectSubmodules(r.Path, 0); err != nil {
 				return err
 			}
 		}
 	}
+	for _, path := range p.ProtectedPaths {
+		pl.budget = pinsPerName
+		if err := pl.protectBelow("/", path); err != nil {
+			return fmt.Errorf("protected path %s: %w", path, err)
+		}
+	}
 	return pl.apply()
+}
+
+// maxSubmoduleDepth bounds how deep submodules of submodules are
+// protected.
+const maxSubmoduleDepth = 3
+
+// protectSubmodules plans to protect the .git of every submodule that the
+// .gitmodules file of the working tree dir lists, like the top one: a
+// user's git status at the top runs git in each submodule, and so its
+// fsmonitor and filters (SPEC §8.2). Paths git itself refuses (absolute,
+// or with a ".." component) are skipped; so is a .gitmodules that does
+// not parse.
+func (pl *plan) protectSubmodules(dir string, depth int) error {
+	if depth >= maxSubmoduleDepth {
+		return nil
+	}
+	subs, err := gitrepo.Submodules(dir)
+	if err != nil {
+		return nil
+	}
+	for _, sub := range subs {
+		if filepath.IsAbs(sub) || slices.Contains(strings.Split(sub, "/"), "..") {
+			continue
+		}
+		pl.budget = pinsPerName
+		path := filepath.Join(dir, sub, ".git")
+		if err := pl.protectBelow(dir, filepath.Join(sub, ".git")); err != nil {
+			return fmt.Errorf("protected path %s: %w", path, err)
+		}
+		if err := pl.protectSubmodules(filepath.Join(dir, sub), depth+1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// protectBelow plans to protect the entry rel below dir (or the absolute
+// path rel) like a protected name (protectName): the entry, a symlink's
+// target, the repository behind a .git, with every directory and symlink
+// on the way to the entry pinned, and every directory above it inside a
+// root, so that nothing on the way can be renamed or repointed.
+func (pl *plan) protectBelow(dir, rel string) error {
+	parentRel, name := filepath.Split(filepath.Clean(rel))
+	if name == "" || name == "." || name == ".." || name == "/" {
+		return nil
+	}
+	parent, _, err := pl.walk(dir, parentRel)
+	switch {
+	case errors.Is(err, errSkip):
+		return nil
+	case err != nil:
+		return err
+	}
+	for d := parent; enclosing(pl.outer, d) != nil; d = filepath.Dir(d) {
+		var st unix.Stat_t
+		if err := unix.Lstat(d, &st); err != nil {
+			return fmt.Errorf("%s: %w", d, err)
+		}
+		pl.add(d, &st, false)
+	}
+	return pl.protectName(Root{Path: parent}, name, filepath.Join(parent, name))
 }
 
 // splitNested separates the roots inside another root from the others.
@@ -408,7 +483,7 @@ func (pl *plan) protectName(root Root, name, path string) error {
 func (pl *plan) protectRepository(dir, git string) error {
 	repo := git
 	if isRegular(git) {
-		target, err := gitFile(git, "gitdir: ")
+		target, err := gitrepo.ReadPointer(git, "gitdir: ")
 		if err != nil {
 			return nil // not a gitdir pointer: git will not use it
 		}
@@ -420,7 +495,7 @@ func (pl *plan) protectRepository(dir, git string) error {
 	if err != nil || commondir == "" || !isRegular(commondir) {
 		return err
 	}
-	common, err := gitFile(commondir, "")
+	common, err := gitrepo.ReadPointer(commondir, "")
 	if err != nil {
 		return nil
 	}

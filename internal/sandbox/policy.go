@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/execd/execd/internal/gitrepo"
 )
 
 // HelperArg makes execd run as the sandbox helper. It is not a user
@@ -26,8 +28,14 @@ type Policy struct {
 	// Roots are the directories the command may write beneath.
 	Roots []Root `json:"writable_roots"`
 	// ProtectedNames stay read-only directly inside each root (SPEC
-	// §8.2); the helper looks them up itself.
+	// §8.2); the helper looks them up itself, with the .git of the
+	// submodules each root's .gitmodules lists when .git is among them.
 	ProtectedNames []string `json:"protected_names"`
+	// ProtectedPaths are absolute paths kept read-only like protected
+	// names wherever they lie inside a root: execd's own files (rules,
+	// amend, audit and config files) and the repositories it trusts
+	// (SPEC §8.2).
+	ProtectedPaths []string `json:"protected_paths,omitempty"`
 	// Namespaces: the helper runs in new user, mount and IPC namespaces
 	// (and a network namespace when Network is false), where it makes
 	// every mount read-only but the roots and their protected paths.
@@ -106,7 +114,7 @@ func (s Settings) Roots(cwd string, env []string) []Root {
 			continue
 		}
 		if fi, err := os.Stat(r); err == nil && fi.IsDir() {
-			dev, ino := fileID(fi)
+			dev, ino := FileID(fi)
 			shared := i >= temporary && fi.Mode()&os.ModeSticky != 0 && fi.Mode().Perm()&0o002 != 0
 			roots = append(roots, Root{Path: r, Dev: dev, Ino: ino, Shared: shared})
 		}
@@ -115,17 +123,54 @@ func (s Settings) Roots(cwd string, env []string) []Root {
 }
 
 // ProtectedPaths lists what stays read-only inside roots (SPEC §8.2), for
-// the macOS profile and execd's check of patches (the Linux helper looks
-// them up itself, through descriptors): for each name that exists
-// directly in a root, the entry itself (a symlink included, so it cannot
-// be swapped), its target when it is a symlink, and behind .git the
+// the macOS profile and execd's own checks (the Linux helper looks them
+// up itself, through descriptors): for each name that exists directly in
+// a root, and each .git of a submodule its .gitmodules lists (when .git
+// is a name), the entry itself (a symlink included, so it cannot be
+// swapped), its target when it is a symlink, and behind .git the
 // repository git would use and its common directory (gitRepository),
-// with every symlink passed on the way to each, which the helper pins.
-func ProtectedPaths(roots, names []string) []string {
+// with every symlink passed on the way to each, which the helper pins;
+// then the same for each absolute path of paths that lies in a root.
+func ProtectedPaths(roots, names, paths []string) []string {
 	var out []string
 	add := func(p string) {
 		if !slices.Contains(out, p) {
 			out = append(out, p)
+		}
+	}
+	entry := func(dir, p string) {
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return
+		}
+		add(p)
+		final := p
+		if fi.Mode()&os.ModeSymlink != 0 {
+			var links []string
+			final, links, err = evalLinks(p)
+			for _, l := range links {
+				add(l)
+			}
+			if err != nil {
+				return
+			}
+			add(final)
+		}
+		if filepath.Base(p) == ".git" {
+			files, dirs := gitRepository(dir, final)
+			for _, f := range append(files, dirs...) {
+				add(f)
+			}
+		}
+	}
+	var submodules func(dir string, depth int)
+	submodules = func(dir string, depth int) {
+		subs, _ := gitrepo.Submodules(dir)
+		for _, sub := range subs {
+			if depth < 3 && !filepath.IsAbs(sub) && !slices.Contains(strings.Split(sub, "/"), "..") {
+				entry(filepath.Join(dir, sub), filepath.Join(dir, sub, ".git"))
+				submodules(filepath.Join(dir, sub), depth+1)
+			}
 		}
 	}
 	for _, root := range roots {
@@ -133,30 +178,15 @@ func ProtectedPaths(roots, names []string) []string {
 			if name == "" || strings.ContainsRune(name, '/') || name == "." || name == ".." {
 				continue
 			}
-			p := filepath.Join(root, name)
-			fi, err := os.Lstat(p)
-			if err != nil {
-				continue
-			}
-			add(p)
-			final := p
-			if fi.Mode()&os.ModeSymlink != 0 {
-				var links []string
-				final, links, err = evalLinks(p)
-				for _, l := range links {
-					add(l)
-				}
-				if err != nil {
-					continue
-				}
-				add(final)
-			}
-			if name == ".git" {
-				files, dirs := gitRepository(root, final)
-				for _, f := range append(files, dirs...) {
-					add(f)
-				}
-			}
+			entry(root, filepath.Join(root, name))
+		}
+		if slices.Contains(names, ".git") {
+			submodules(root, 0)
+		}
+	}
+	for _, p := range paths {
+		if filepath.IsAbs(p) && slices.ContainsFunc(roots, func(r string) bool { return p == r || strings.HasPrefix(p, r+"/") }) {
+			entry(filepath.Dir(p), filepath.Clean(p))
 		}
 	}
 	return out

@@ -109,12 +109,26 @@ func TestProtectedPaths(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(rel, ".git"), []byte("gitdir: gd"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	got := ProtectedPaths([]string{root, rel}, []string{".git", ".codex", ".agents", ".execd", "../escape", ""})
+	// Submodules of the root, listed in .gitmodules: a plain one, one
+	// git would refuse (..), a missing one.
+	mkdirs(t, filepath.Join(root, "lib", "sub", ".git"), filepath.Join(root, "vendor", "x"))
+	gitmodules := "[submodule \"a\"]\n\tpath = lib/sub\n[submodule \"b\"]\n\tpath = ../out\n[submodule \"c\"]\n\tpath = gone\n"
+	if err := os.WriteFile(filepath.Join(root, ".gitmodules"), []byte(gitmodules), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	own := filepath.Join(root, "vendor", "x", "audit.log")
+	if err := os.WriteFile(own, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got := ProtectedPaths([]string{root, rel}, []string{".git", ".codex", ".agents", ".execd", "../escape", ""},
+		[]string{own, filepath.Join(other, "outside.rules"), filepath.Join(root, "missing.rules")})
 	want := []string{
 		filepath.Join(root, ".git"), gitdir,
 		filepath.Join(root, ".codex"), decoy,
 		filepath.Join(root, ".agents"),
+		filepath.Join(root, "lib", "sub", ".git"),
 		filepath.Join(rel, ".git"), relGitdir,
+		own,
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("ProtectedPaths =\n%q\nwant\n%q", got, want)

@@ -254,6 +254,9 @@ func sessionResult(c *orchestrator.Chunk, maxTokens int) *callResult {
 		st.Warning = fmt.Sprintf("Warning: %d sessions are open (limit %d); finish or reuse old ones before the oldest are closed automatically.", c.Open, c.Max)
 		b.WriteString(st.Warning + "\n")
 	}
+	if c.Note != "" {
+		b.WriteString("Note: " + c.Note + "\n")
+	}
 	b.WriteString("Output:\n")
 	b.WriteString(out.withHeader())
 	return &callResult{Content: []textContent{{Type: "text", Text: b.String()}}, StructuredContent: st}

@@ -166,6 +166,9 @@ func both(a, b orchestrator.OutputFunc) orchestrator.OutputFunc {
 // line when the timeout killed it (compat).
 func execOutput(res *orchestrator.ExecResult) string {
 	text := toValidUTF8(res.Stdout.Data) + toValidUTF8(res.Stderr.Data)
+	if res.Note != "" {
+		text = "Note: " + res.Note + "\n" + text
+	}
 	if res.TimedOut {
 		text = fmt.Sprintf("command timed out after %d milliseconds\n", res.Duration.Milliseconds()) + text
 	}

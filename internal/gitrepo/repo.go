@@ -1,0 +1,151 @@
+// Package gitrepo finds the repository git would use and reads git's
+// configuration files, the way git itself does (discovery from a
+// directory, gitdir and commondir files, the config file syntax), so
+// that execd can tell which files steer a git it is about to run: the
+// programs and hooks a repository's configuration names (SPEC §7.2,
+// §8.2).
+//
+// It reads files only; it runs nothing, asks nobody and knows nothing of
+// sandboxes or writable roots. It holds no state and is safe for
+// concurrent use.
+package gitrepo
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Repo is a repository as git finds it.
+type Repo struct {
+	// GitDir is the repository: .git, a gitfile's target (a linked
+	// worktree's own directory), or a bare repository.
+	GitDir string
+	// CommonDir holds the objects, refs, config and hooks: GitDir, or
+	// where GitDir's commondir file leads.
+	CommonDir string
+	// Worktree is the working tree; "" for a bare repository.
+	Worktree string
+}
+
+// maxFile is the largest gitfile or commondir file read (git reads more,
+// but nothing honest is that long).
+const maxFile = 1 << 20
+
+// ReadPointer returns the content of the small regular file path the way
+// git reads .git and commondir files: whole, less trailing CR and LF
+// characters, after prefix (which must be there). It does not follow a
+// final symlink (callers resolve links themselves, to see them) and never
+// blocks on a FIFO.
+func ReadPointer(path, prefix string) (string, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", err
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return "", errors.New("not a regular file")
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxFile+1))
+	if err != nil || len(b) > maxFile {
+		return "", errors.New("unreadable or too long")
+	}
+	s, ok := strings.CutPrefix(strings.TrimRight(string(b), "\r\n"), prefix)
+	if !ok || s == "" {
+		return "", errors.New("no path")
+	}
+	return s, nil
+}
+
+// Join is path relative to dir, or path if absolute. git does not clean
+// ".." textually: the result is resolved by the kernel, links first.
+func Join(dir, path string) string {
+	if filepath.IsAbs(path) {
+		return path
+	}
+	return dir + "/" + path
+}
+
+// Find returns the repository git would use in dir: it looks at dir and
+// each directory above it, in order, for a .git directory that is a
+// repository, or a .git file naming one ("gitdir: X"), and otherwise at
+// the directory itself being a bare repository. ok is false when there
+// is none up to /. (git may stop earlier, at GIT_CEILING_DIRECTORIES or a
+// filesystem boundary, and then uses none.)
+func Find(dir string) (Repo, bool) {
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if r, ok := At(d); ok {
+			return r, true
+		}
+		if isRepository(d) {
+			return withCommon(Repo{GitDir: d}), true
+		}
+		if d == "/" {
+			return Repo{}, false
+		}
+	}
+}
+
+// At returns the repository of the working tree dir, behind dir/.git
+// (a directory, or a gitfile), without looking further up.
+func At(dir string) (Repo, bool) {
+	git := filepath.Join(dir, ".git")
+	fi, err := os.Stat(git)
+	switch {
+	case err != nil:
+		return Repo{}, false
+	case fi.Mode().IsRegular():
+		target, err := ReadPointer(git, "gitdir: ")
+		if err != nil {
+			// A symlink to a gitfile: git reads it through the link.
+			if real, rerr := filepath.EvalSymlinks(git); rerr == nil {
+				target, err = ReadPointer(real, "gitdir: ")
+			}
+		}
+		if err != nil {
+			return Repo{}, false
+		}
+		gitdir := Join(dir, target)
+		if !isRepository(gitdir) {
+			return Repo{}, false
+		}
+		return withCommon(Repo{GitDir: gitdir, Worktree: dir}), true
+	case fi.IsDir() && isRepository(git):
+		return withCommon(Repo{GitDir: git, Worktree: dir}), true
+	}
+	return Repo{}, false
+}
+
+// withCommon fills in CommonDir from the commondir file, if any.
+func withCommon(r Repo) Repo {
+	r.CommonDir = r.GitDir
+	if c, err := ReadPointer(filepath.Join(r.GitDir, "commondir"), ""); err == nil {
+		r.CommonDir = Join(r.GitDir, c)
+	} else if real, err := filepath.EvalSymlinks(filepath.Join(r.GitDir, "commondir")); err == nil {
+		if c, err := ReadPointer(real, ""); err == nil {
+			r.CommonDir = Join(r.GitDir, c)
+		}
+	}
+	return r
+}
+
+// isRepository reports whether dir looks like a repository to git: a
+// HEAD, and objects and refs directories (in the common directory for a
+// linked worktree's).
+func isRepository(dir string) bool {
+	if fi, err := os.Stat(filepath.Join(dir, "HEAD")); err != nil || fi.IsDir() {
+		return false
+	}
+	common := withCommon(Repo{GitDir: dir}).CommonDir
+	for _, d := range []string{"objects", "refs"} {
+		if fi, err := os.Stat(filepath.Join(common, d)); err != nil || !fi.IsDir() {
+			return false
+		}
+	}
+	return true
+}

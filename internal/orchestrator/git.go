@@ -1,0 +1,440 @@
+package orchestrator
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/execd/execd/internal/fspath"
+	"github.com/execd/execd/internal/gitrepo"
+	"github.com/execd/execd/internal/policy"
+	"github.com/execd/execd/internal/sandbox"
+)
+
+// git runs programs its repository names: hooks, core.fsmonitor,
+// filters, diff drivers, core.sshCommand, pagers. A git that runs
+// without the sandbox (lifted by allow rules or by the user's approval)
+// must therefore not use a repository a sandboxed command could have
+// written (SPEC §7.2): this file decides, and names the repository to git
+// so that one made in the meantime is not used.
+
+// fileID is a file as it was: device and inode.
+type fileID struct{ dev, ino uint64 }
+
+// trustedGit records, at start, the repositories behind the protected
+// .git of each root (and of the submodules its .gitmodules lists), with
+// every file, link and directory they are made of: protected in every
+// launch since, no sandboxed command of this execd could write them.
+func (o *Orchestrator) recordGit() {
+	o.gitStart = map[string]fileID{}
+	names := o.ProtectedNames()
+	if !o.Sandboxed() || !slices.Contains(names, ".git") {
+		return
+	}
+	for _, r := range o.roots {
+		if r.Shared {
+			continue
+		}
+		for _, p := range sandbox.ProtectedPaths([]string{r.Path}, []string{".git"}, nil) {
+			if id, ok := statID(p); ok {
+				o.gitStart[p] = id
+			}
+			if filepath.Base(p) == ".git" && p != filepath.Join(r.Path, ".git") {
+				// A submodule's: protected in every launch from now on,
+				// whatever .gitmodules says then.
+				o.protectedPaths = append(o.protectedPaths, p)
+			}
+		}
+	}
+}
+
+func statID(p string) (fileID, bool) {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return fileID{}, false
+	}
+	dev, ino := sandbox.FileID(fi)
+	return fileID{dev, ino}, true
+}
+
+// protectedSinceStart reports whether the real path p lies in (or is) a
+// part of a repository recorded at start that is still the same file.
+func (o *Orchestrator) protectedSinceStart(p string) bool {
+	for r, id := range o.gitStart {
+		if within(p, r) {
+			if now, ok := statID(r); ok && now == id {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// steerable reports whether a sandboxed command could change what the
+// absolute path p leads to: p as written, where it leads (as far as it
+// exists), or a symlink on the way lies in a writable root, and not in
+// a repository protected since start (writablePath, with that
+// exception).
+func (o *Orchestrator) steerable(p string) bool {
+	p = filepath.Clean(p)
+	final, links, err := fspath.Resolve(fspath.Disk, p, fspath.Options{KeepMissing: true})
+	if err != nil {
+		return true
+	}
+	return slices.ContainsFunc(append(links, p, final), func(q string) bool {
+		return o.inRoot(q) && !o.protectedSinceStart(q)
+	})
+}
+
+// confine decides how an authorized run is confined in the end (SPEC
+// §7.2): a run lifted out of the sandbox (by allow rules, the user's
+// approval of an escalation, or a retry without the sandbox) whose git
+// would use a repository within the sandboxed commands' reach runs in
+// the sandbox after all; otherwise it gets the variables that name git's
+// repository, if any.
+func (o *Orchestrator) confine(c call, sandboxed bool) (bool, []string, string) {
+	if sandboxed || !o.Sandboxed() || o.approvals.skip {
+		return sandboxed, nil, ""
+	}
+	env, why := o.liftGit(c)
+	if why != "" {
+		o.log.Info("git runs in the sandbox", zap.String("call_id", c.id), zap.String("why", why))
+		return true, nil, "execd ran git in the sandbox: " + why + "."
+	}
+	return false, env, ""
+}
+
+// liftGit decides whether the git commands of a call may run without the
+// sandbox. It returns the environment that names their repository to
+// git (GIT_DIR, GIT_WORK_TREE), or why they must run in the sandbox.
+func (o *Orchestrator) liftGit(c call) (env []string, why string) {
+	all := append(policy.Commands(c.argv), policy.ScriptCommands(c.argv)...)
+	var gits [][]string
+	for _, cmd := range all {
+		if filepath.Base(cmd[0]) == "git" {
+			gits = append(gits, cmd)
+		}
+	}
+	if len(gits) == 0 {
+		return nil, ""
+	}
+	if strings.Contains(strings.Join(c.argv, " "), "GIT_") {
+		return nil, "the call sets git's environment (GIT_…), which execd does not follow"
+	}
+	dirs, why := o.gitDirs(c.cwd, all)
+	if why != "" {
+		return nil, why
+	}
+	var repo *gitrepo.Repo
+	for _, g := range gits {
+		for _, d := range dirs {
+			dir, extra, why := gitArgs(d, g[1:])
+			if why != "" {
+				return nil, why
+			}
+			r, ok := gitrepo.Find(dir)
+			switch {
+			case !ok && o.steerable(dir):
+				return nil, fmt.Sprintf("a sandboxed command could make a repository in %s", dir)
+			case !ok:
+				continue // git finds none there, nor can one appear
+			case repo != nil && *repo != r:
+				return nil, "it uses more than one repository"
+			}
+			repo = &r
+			if why := o.gitTrust(r, extra, subcommand(g[1:]), 0); why != "" {
+				return nil, why
+			}
+		}
+	}
+	if repo == nil {
+		return nil, ""
+	}
+	env = []string{"GIT_DIR=" + repo.GitDir}
+	if repo.Worktree != "" {
+		env = append(env, "GIT_WORK_TREE="+repo.Worktree)
+	}
+	return env, ""
+}
+
+// maxGitDirs bounds the directories a call's git may run in.
+const maxGitDirs = 8
+
+// gitDirs returns the directories the commands of a call may run in: its
+// own, and where each plain cd DIR may lead from each of those (a cd that
+// fails leaves the directory as it was, so both count).
+func (o *Orchestrator) gitDirs(cwd string, cmds [][]string) ([]string, string) {
+	dirs := []string{cwd}
+	for _, cmd := range cmds {
+		switch filepath.Base(cmd[0]) {
+		case "cd", "pushd":
+		case "popd":
+			return nil, "it changes directories with popd, which execd does not follow"
+		default:
+			continue
+		}
+		target := ""
+		switch args := cmd[1:]; {
+		case len(args) == 0:
+			target, _ = lookupEnv(o.env, "HOME")
+		case len(args) == 1 && args[0] != "-" && !strings.HasPrefix(args[0], "-"):
+			target = args[0]
+		}
+		if target == "" {
+			return nil, fmt.Sprintf("`%s` leads to a directory execd does not follow", policy.ShellJoin(cmd))
+		}
+		for _, d := range slices.Clone(dirs) {
+			if t := filepath.Join(d, target); !filepath.IsAbs(target) {
+				dirs = append(dirs, t)
+			} else {
+				dirs = append(dirs, filepath.Clean(target))
+			}
+		}
+		slices.Sort(dirs)
+		dirs = slices.Compact(dirs)
+		if len(dirs) > maxGitDirs {
+			return nil, "it changes directories too often for execd to follow"
+		}
+	}
+	return dirs, ""
+}
+
+// gitArgs applies git's global options to the directory it runs in: -C
+// DIR (each relative to the last), and -c KEY=VALUE, returned as
+// configuration entries. Options that point git at another repository,
+// configuration or program are refused.
+func gitArgs(dir string, args []string) (string, []gitrepo.Entry, string) {
+	var extra []gitrepo.Entry
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "-C" && i+1 < len(args):
+			i++
+			if args[i] != "" {
+				dir = filepath.Join(dir, args[i])
+				if filepath.IsAbs(args[i]) {
+					dir = filepath.Clean(args[i])
+				}
+			}
+		case a == "-c" && i+1 < len(args):
+			i++
+			k, v, ok := strings.Cut(args[i], "=")
+			extra = append(extra, gitrepo.Entry{Key: strings.ToLower(k), Value: v, Bare: !ok})
+		case strings.HasPrefix(a, "--git-dir"), strings.HasPrefix(a, "--work-tree"), strings.HasPrefix(a, "--exec-path="),
+			strings.HasPrefix(a, "--config-env"), strings.HasPrefix(a, "--namespace"), a == "--bare":
+			return "", nil, fmt.Sprintf("git %s points it at a repository or program execd does not follow", a)
+		case strings.HasPrefix(a, "-"):
+		default:
+			return dir, extra, ""
+		}
+	}
+	return dir, extra, ""
+}
+
+// subcommand is git's subcommand in its arguments (past global options).
+func subcommand(args []string) string {
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "-C" || a == "-c":
+			i++
+		case strings.HasPrefix(a, "-"):
+		default:
+			return a
+		}
+	}
+	return ""
+}
+
+// maxGitDepth bounds how deep submodules of submodules are checked.
+const maxGitDepth = 3
+
+// gitTrust says why git must not run outside the sandbox with repository
+// r, or "": its repository and common directory, its configuration
+// (the repository's, the global ones, what they include, and extra from
+// -c), the programs and hooks that configuration names, and its
+// submodules must all be out of the sandboxed commands' reach (steerable
+// false).
+func (o *Orchestrator) gitTrust(r gitrepo.Repo, extra []gitrepo.Entry, sub string, depth int) string {
+	for _, d := range []string{r.GitDir, r.CommonDir} {
+		if o.steerable(d) {
+			return fmt.Sprintf("its repository %s was not a protected repository when execd started, so a sandboxed command may have written its configuration or hooks", d)
+		}
+	}
+	entries, why := o.gitConfig(r)
+	if why != "" {
+		return why
+	}
+	entries = append(entries, extra...)
+	hooksPath := ""
+	for _, e := range entries {
+		if e.Key == "core.hookspath" {
+			hooksPath = e.Value
+		}
+		if strings.HasPrefix(e.Key, "alias.") && e.Key != "alias."+sub {
+			continue // only the alias run matters
+		}
+		if why := o.gitEntry(r, e); why != "" {
+			return why
+		}
+	}
+	hooks := r.HooksDir(hooksPath)
+	if o.steerable(hooks) {
+		return fmt.Sprintf("its hooks directory %s is within reach of sandboxed commands", hooks)
+	}
+	if list, err := os.ReadDir(hooks); err == nil {
+		for _, h := range list {
+			if h.Type()&os.ModeSymlink != 0 && o.steerable(filepath.Join(hooks, h.Name())) {
+				return fmt.Sprintf("its hook %s leads within reach of sandboxed commands", filepath.Join(hooks, h.Name()))
+			}
+		}
+	}
+	if r.Worktree == "" || depth >= maxGitDepth {
+		return ""
+	}
+	subs, err := gitrepo.Submodules(r.Worktree)
+	if err != nil {
+		return fmt.Sprintf("its .gitmodules does not parse: %v", err)
+	}
+	for _, s := range subs {
+		dir := filepath.Join(r.Worktree, s)
+		if o.steerable(filepath.Join(dir, ".git")) {
+			return fmt.Sprintf("the .git of its submodule %s was not protected when execd started", s)
+		}
+		if sr, ok := gitrepo.At(dir); ok {
+			if why := o.gitTrust(sr, nil, "", depth+1); why != "" {
+				return "submodule " + s + ": " + why
+			}
+		}
+	}
+	return ""
+}
+
+// gitConfigFiles are git's global configuration files in the commands'
+// environment.
+func (o *Orchestrator) gitConfigFiles() []string {
+	get := func(k string) string { v, _ := lookupEnv(o.env, k); return v }
+	home := get("HOME")
+	var files []string
+	if g := get("GIT_CONFIG_GLOBAL"); g != "" {
+		files = append(files, g)
+	} else {
+		xdg := get("XDG_CONFIG_HOME")
+		if xdg == "" && home != "" {
+			xdg = filepath.Join(home, ".config")
+		}
+		if xdg != "" {
+			files = append(files, filepath.Join(xdg, "git", "config"))
+		}
+		if home != "" {
+			files = append(files, filepath.Join(home, ".gitconfig"))
+		}
+	}
+	if get("GIT_CONFIG_NOSYSTEM") == "" {
+		sys := get("GIT_CONFIG_SYSTEM")
+		if sys == "" {
+			sys = "/etc/gitconfig"
+		}
+		files = append(files, sys)
+	}
+	return files
+}
+
+// maxIncludes bounds the configuration files read for one repository.
+const maxIncludes = 32
+
+// gitConfig reads every configuration file git would read for r: system,
+// global, the repository's, and what they include (every include,
+// whatever its condition). A file a sandboxed command could write (or
+// create) is a reason to stay in the sandbox.
+func (o *Orchestrator) gitConfig(r gitrepo.Repo) ([]gitrepo.Entry, string) {
+	home, _ := lookupEnv(o.env, "HOME")
+	todo := append(o.gitConfigFiles(), r.ConfigFiles()...)
+	var out []gitrepo.Entry
+	for n := 0; len(todo) > 0; n++ {
+		f := todo[0]
+		todo = todo[1:]
+		if n >= maxIncludes {
+			return nil, "its configuration includes too many files"
+		}
+		if !filepath.IsAbs(f) || o.steerable(f) {
+			return nil, fmt.Sprintf("its configuration file %s is within reach of sandboxed commands", f)
+		}
+		entries, err := gitrepo.ReadConfig(f)
+		if err != nil {
+			return nil, fmt.Sprintf("its configuration file %s does not parse: %v", f, err)
+		}
+		for _, e := range entries {
+			if gitrepo.KindOf(e) == gitrepo.Include {
+				todo = append(todo, gitrepo.Join(filepath.Dir(f), gitrepo.ExpandHome(e.Value, home)))
+			}
+		}
+		out = append(out, entries...)
+	}
+	return out, ""
+}
+
+// shellMeta are the characters that make a configured command a shell
+// command rather than a program and its arguments.
+const shellMeta = ";&|$`()<>{}*?[]\\\"'\n"
+
+// gitEntry says why a configuration variable steers git to something a
+// sandboxed command could have written, or "": a path (core.hooksPath is
+// checked as the hooks directory), or a command whose program or file
+// arguments lie within reach, or whose bare program PATH could supply.
+func (o *Orchestrator) gitEntry(r gitrepo.Repo, e gitrepo.Entry) string {
+	home, _ := lookupEnv(o.env, "HOME")
+	base := r.Worktree
+	if base == "" {
+		base = r.GitDir
+	}
+	switch gitrepo.KindOf(e) {
+	case gitrepo.Path:
+		if e.Key == "core.worktree" {
+			base = r.GitDir
+		}
+		if p := gitrepo.Join(base, gitrepo.ExpandHome(e.Value, home)); e.Key != "core.hookspath" && o.steerable(p) {
+			return fmt.Sprintf("its configuration %s = %s leads within reach of sandboxed commands", e.Key, e.Value)
+		}
+	case gitrepo.Command:
+		words := strings.FieldsFunc(strings.TrimPrefix(strings.TrimSpace(e.Value), "!"), func(r rune) bool {
+			return r == ' ' || r == '\t' || strings.ContainsRune(shellMeta, r)
+		})
+		for i, w := range words {
+			p := gitrepo.ExpandHome(w, home)
+			switch {
+			case strings.Contains(p, "/") || strings.HasPrefix(w, "~"):
+				p = gitrepo.Join(base, p)
+			case i == 0:
+				if o.pathSteerable() {
+					return fmt.Sprintf("its configuration %s runs %s, and a PATH entry is within reach of sandboxed commands", e.Key, w)
+				}
+				continue
+			default:
+				p = filepath.Join(base, p)
+				if _, err := os.Lstat(p); err != nil {
+					continue // not a file of the working tree
+				}
+			}
+			if o.steerable(p) {
+				return fmt.Sprintf("its configuration %s runs %s, within reach of sandboxed commands", e.Key, e.Value)
+			}
+		}
+	}
+	return ""
+}
+
+// pathSteerable reports whether an entry of the commands' PATH is within
+// reach of sandboxed commands: a bare program name could then run one
+// they planted.
+func (o *Orchestrator) pathSteerable() bool {
+	for _, d := range filepath.SplitList(o.commandPath()) {
+		if d == "" || !filepath.IsAbs(d) || o.steerable(d) {
+			return true
+		}
+	}
+	return false
+}
