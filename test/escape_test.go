@@ -1040,3 +1040,54 @@ prefix_rule(pattern=["cd"], decision="allow")`
 		}
 	})
 }
+
+// execd's own files steer its next start (a rules file that allows rm,
+// a config.toml that turns the sandbox off) and record what happened
+// (the audit file): where they lie inside a writable root, sandboxed
+// commands can neither change nor add them (SPEC §8.2), and doctor warns.
+func TestEscapeOwnFiles(t *testing.T) {
+	asEachUser(t, func(t *testing.T, h *sandboxHost) {
+		h.needProtection()
+		cfgHome := filepath.Join(h.work, ".config")
+		rules := filepath.Join(cfgHome, "execd", "rules")
+		h.mkdir(rules)
+		h.writeFile(filepath.Join(rules, "a.rules"), "prefix_rule(pattern=[\"rm\"], decision=\"forbidden\")\n")
+		h.env = []string{"XDG_CONFIG_HOME=" + cfgHome}
+		cs := h.serve("[audit]\npath = \"audit.log\"\n", "", nil)
+		attacks := []string{
+			`echo 'prefix_rule(pattern=["rm"], decision="allow")' >> .config/execd/rules/a.rules`,
+			`echo 'prefix_rule(pattern=["rm"], decision="allow")' > .config/execd/rules/b.rules`,
+			`printf '[sandbox]\nmode = "danger-full-access"\n' > .config/execd/config.toml`,
+			`echo '{"kind":"decision","decision":"allow_once"}' >> audit.log`,
+			`mv audit.log audit.old`,
+			`rm -rf .config/execd`,
+		}
+		for _, a := range attacks {
+			if res, text, _ := callTool(t, cs, "shell_command", map[string]any{"command": a, "login": false}); !res.IsError {
+				t.Errorf("%s: %q; want it refused", a, text)
+			}
+		}
+		h.absent(filepath.Join(rules, "b.rules"), filepath.Join(cfgHome, "execd", "config.toml"), filepath.Join(h.work, "audit.old"))
+		if b, _ := os.ReadFile(filepath.Join(rules, "a.rules")); strings.Contains(string(b), "allow") {
+			t.Errorf("a.rules was changed: %q", b)
+		}
+		if b, _ := os.ReadFile(filepath.Join(h.work, "audit.log")); strings.Contains(string(b), `"allow_once"`) {
+			t.Errorf("the audit file was forged: %q", b)
+		}
+		// Missing, inside the workspace: execd makes its directory so that
+		// it can keep it read-only.
+		h.env = []string{"XDG_CONFIG_HOME=" + filepath.Join(h.work, "cfg2")}
+		cs2 := h.serve("", "", nil)
+		callTool(t, cs2, "shell_command", map[string]any{"login": false,
+			"command": `mkdir -p cfg2/execd/rules && echo 'prefix_rule(pattern=["rm"], decision="allow")' > cfg2/execd/rules/x.rules`})
+		h.absent(filepath.Join(h.work, "cfg2", "execd", "rules"))
+		if fi, err := os.Stat(filepath.Join(h.work, "cfg2", "execd")); err != nil || fi.Mode().Perm() != 0o700 {
+			t.Errorf("execd's configuration directory: %v, %v; want it made, mode 0700", fi, err)
+		}
+		h.env = []string{"XDG_CONFIG_HOME=" + cfgHome}
+		report := h.run("[audit]\npath = \"audit.log\"\n", "doctor")
+		if !strings.Contains(report.stdout, "own file:") || !strings.Contains(report.stdout, filepath.Join(h.work, "audit.log")+" lies inside the writable root") {
+			t.Errorf("doctor does not warn about execd's files in the workspace: %q", report.stdout)
+		}
+	})
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -165,6 +166,28 @@ func (d *doctor) rules() {
 	}
 	d.line("amend file", "%s", orNone(d.cfg.Rules.AmendFile))
 	d.line("audit file", "%s", orNone(d.cfg.AuditPath))
+	d.ownFiles()
+}
+
+// ownFiles warns about execd's own files that lie inside a writable root
+// (SPEC §8.2): kept read-only to commands where they exist, but better
+// kept elsewhere; a missing one there could be created by a command.
+func (d *doctor) ownFiles() {
+	own := ownFiles(d.cfg)
+	for _, f := range own {
+		root := d.orch.WritableRootOf(f)
+		inOwnDir := slices.ContainsFunc(own, func(o string) bool { return strings.HasPrefix(f, o+"/") })
+		if root == "" || inOwnDir {
+			continue // the directory's protection covers it
+		}
+		if _, err := os.Lstat(f); err != nil {
+			d.line("own file", "WARNING: %s lies inside the writable root %s and does not exist: a sandboxed command could "+
+				"create it (execd serve and run create their configuration directory; move the others out)", f, root)
+			continue
+		}
+		d.line("own file", "warning: %s lies inside the writable root %s: commands cannot change it (it is kept "+
+			"read-only to them), but execd's files are better kept outside the workspace", f, root)
+	}
 }
 
 // secrets lists the variables of execd's environment that the default

@@ -1,6 +1,11 @@
 package main
 
 import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+
 	"go.uber.org/zap"
 
 	"github.com/execd/execd/internal/orchestrator"
@@ -35,6 +40,7 @@ func newOrchestrator(cfg *config, log *zap.Logger, r *reaper.Reaper, sup *sandbo
 				ProtectedNames:      cfg.Sandbox.ProtectedPaths,
 			},
 			FailClosed: cfg.Sandbox.FailClosed,
+			OwnFiles:   ownFiles(cfg),
 		},
 		Env:        envPolicy(cfg),
 		Sessions:   procstore.Options{Max: cfg.Sessions.Max},
@@ -46,7 +52,52 @@ func newOrchestrator(cfg *config, log *zap.Logger, r *reaper.Reaper, sup *sandbo
 	if pol != nil {
 		opts.Rules, opts.Audit = pol.rules, pol.audit
 	}
-	return orchestrator.New(opts)
+	orch, err := orchestrator.New(opts)
+	if err == nil && pol != nil {
+		makeOwnDir(orch, log)
+	}
+	return orch, err
+}
+
+// ownFiles are execd's own files and directories, which steer later
+// runs of execd (SPEC §8.2): the configuration files read and the default
+// configuration directory (which holds the rules directory), the rules
+// files, the amend file and the audit file. Sandboxed commands must not
+// write them: the helper keeps those inside a writable root read-only.
+func ownFiles(cfg *config) []string {
+	files := slices.Clone(cfg.Files)
+	if dir := configDir(); dir != "" {
+		files = append(files, filepath.Join(dir, "execd"))
+	}
+	files = append(files, cfg.Rules.Files...)
+	for _, f := range []string{cfg.Rules.AmendFile, cfg.AuditPath} {
+		if f != "" {
+			files = append(files, f)
+		}
+	}
+	slices.Sort(files)
+	return slices.Compact(files)
+}
+
+// makeOwnDir creates the default configuration directory when it is
+// missing inside a writable root: otherwise a sandboxed command could
+// create it, with a config.toml or rules for the next start of execd, and
+// only what exists can be kept read-only.
+func makeOwnDir(orch *orchestrator.Orchestrator, log *zap.Logger) {
+	dir := configDir()
+	if dir == "" {
+		return
+	}
+	dir = filepath.Join(dir, "execd")
+	if _, err := os.Lstat(dir); !errors.Is(err, os.ErrNotExist) || orch.WritableRootOf(dir) == "" {
+		return
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		log.Warn("execd's configuration directory lies in a writable root and cannot be created to be kept read-only",
+			zap.String("dir", dir), zap.Error(err))
+		return
+	}
+	log.Info("created execd's configuration directory, inside a writable root, to keep it read-only to commands", zap.String("dir", dir))
 }
 
 // envPolicy is the commands' environment policy of cfg (SPEC §10).

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io/fs"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/execd/execd/internal/fspath"
 	"github.com/execd/execd/internal/reaper"
 	"github.com/execd/execd/internal/sandbox"
 )
@@ -129,6 +131,25 @@ func (o *Orchestrator) Support() sandbox.Support { return o.support }
 
 // WritableRoots returns where commands may write under workspace-write.
 func (o *Orchestrator) WritableRoots() []string { return sandbox.RootPaths(o.roots) }
+
+// WritableRootOf returns the writable root the absolute path p (as far as
+// it exists, symlinks resolved) lies in, or "" when it lies in none: a
+// sandboxed command could write there.
+func (o *Orchestrator) WritableRootOf(p string) string {
+	if !o.Sandboxed() {
+		return ""
+	}
+	final, _, err := fspath.Resolve(fspath.Disk, filepath.Clean(p), fspath.Options{KeepMissing: true})
+	if err != nil {
+		final = filepath.Clean(p)
+	}
+	for _, r := range o.roots {
+		if within(final, r.Path) || within(filepath.Clean(p), r.Path) {
+			return r.Path
+		}
+	}
+	return ""
+}
 
 // start starts cmd through the reaper, inside the sandbox when sandboxed
 // and one is enforced, and returns once the command itself runs (the
