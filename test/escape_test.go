@@ -632,8 +632,9 @@ func TestEscapeMountCount(t *testing.T) {
 		// /tmp, of the directory above them and of main on the way to
 		// main/.git; read-only: main/.git (the worktrees' common dir, with
 		// their gitdirs inside), 5 .git files, 10 .agents and .codex in the
-		// worktrees, .git and .agents in the workspace: 28 at most.
-		if bound := mountBound(t, 28); n > bound {
+		// worktrees, .git and .agents in the workspace; execd's config
+		// file: 29 at most.
+		if bound := mountBound(t, 29); n > bound {
 			t.Errorf("%d mounts in the sandbox: want at most %d", n, bound)
 		}
 	})
@@ -1088,6 +1089,54 @@ func TestEscapeOwnFiles(t *testing.T) {
 		report := h.run("[audit]\npath = \"audit.log\"\n", "doctor")
 		if !strings.Contains(report.stdout, "own file:") || !strings.Contains(report.stdout, filepath.Join(h.work, "audit.log")+" lies inside the writable root") {
 			t.Errorf("doctor does not warn about execd's files in the workspace: %q", report.stdout)
+		}
+	})
+}
+
+// apply_patch reads and writes with exactly the rights of a sandboxed
+// command (SPEC §7.6): when execd runs as root, a patch of another user's
+// private files in /tmp (which a sandboxed root, without capabilities,
+// may not read) is asked for, like a write outside the roots, rather
+// than written with root's rights.
+func TestEscapePatchRights(t *testing.T) {
+	asEachUser(t, func(t *testing.T, h *sandboxHost) {
+		other := 12345
+		private := h.path("private") // another user's directory, 0700
+		h.mkdir(private)
+		shared := filepath.Join("/tmp", "execd-it-other-"+filepath.Base(h.dir))
+		t.Cleanup(func() { os.Remove(shared) })
+		if err := errors.Join(os.WriteFile(filepath.Join(private, "notes"), []byte("a\n"), 0o644), os.Chmod(private, 0o700),
+			os.WriteFile(shared, []byte("a\n"), 0o600), os.Lchown(shared, other, other),
+			os.Lchown(filepath.Join(private, "notes"), other, other), os.Lchown(private, other, other)); err != nil {
+			t.Fatal(err)
+		}
+		_ = os.Chmod(h.dir, 0o755)
+		e := &elicitor{answers: []func(context.Context) (*mcp.ElicitResult, error){action("decline"), action("decline"), action("decline"), action("decline")}}
+		cs := h.serve("", "", e)
+		patches := []string{
+			"*** Begin Patch\n*** Update File: " + shared + "\n@@\n-a\n+b\n*** End Patch",
+			"*** Begin Patch\n*** Update File: " + shared + "\n*** Move to: " + shared + ".moved\n@@\n-a\n+b\n*** End Patch",
+			"*** Begin Patch\n*** Add File: " + filepath.Join(private, "planted") + "\n+x\n*** End Patch",
+			"*** Begin Patch\n*** Update File: " + filepath.Join(private, "notes") + "\n@@\n-a\n+b\n*** End Patch",
+		}
+		for _, p := range patches {
+			res, text, _ := callTool(t, cs, "apply_patch", map[string]any{"input": p})
+			if !res.IsError {
+				t.Errorf("%q: %q; want it refused", p, text)
+			}
+		}
+		if b, err := os.ReadFile(shared); err != nil || string(b) != "a\n" {
+			t.Errorf("another user's file in /tmp: %q, %v; want it untouched", b, err)
+		}
+		if b, _ := os.ReadFile(filepath.Join(private, "notes")); string(b) != "a\n" {
+			t.Errorf("another user's private file: %q; want it untouched", b)
+		}
+		h.absent(filepath.Join(private, "planted"))
+		h.absent(shared + ".moved")
+		// (Unprivileged, execd can do no more than the sandbox: the
+		// patches fail without a question.)
+		if !h.nobody && len(e.questions()) != len(patches) {
+			t.Errorf("%d questions for %d patches the sandbox may not write; want each asked", len(e.questions()), len(patches))
 		}
 	})
 }

@@ -4,9 +4,13 @@
 package main
 
 import (
+	"context"
 	"os"
+	"os/signal"
 	"runtime/debug"
+	"syscall"
 
+	"github.com/execd/execd/internal/orchestrator"
 	"github.com/execd/execd/internal/sandbox"
 )
 
@@ -16,8 +20,12 @@ import (
 const gcPercent = 50
 
 func main() {
-	// The sandbox helper is this binary re-executed; it must not pay for
-	// (or be changed by) anything main does.
+	// The sandbox helper and the patch applier are this binary
+	// re-executed; they must not pay for (or be changed by) anything main
+	// does.
+	if len(os.Args) > 1 && os.Args[1] == orchestrator.PatchApplierArg {
+		os.Exit(applier())
+	}
 	if code, ok := sandbox.Dispatch(); ok {
 		os.Exit(code)
 	}
@@ -25,4 +33,12 @@ func main() {
 		debug.SetGCPercent(gcPercent)
 	}
 	os.Exit(run(os.Args[1:]))
+}
+
+// applier runs the patch applier (SPEC §7.6) until its patch is written,
+// SIGTERM or SIGINT stopping it (a write under way is then rolled back).
+func applier() int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	return orchestrator.ApplierMain(ctx, os.Stdin, os.Stdout)
 }

@@ -15,10 +15,20 @@
 // A sandboxed command that fails with a denial may run again without the
 // sandbox (on-failure, untrusted).
 //
-// Patches (SPEC §6, §7.6) are applied here too, by execd itself rather
-// than a sandboxed process: [Orchestrator.ApplyPatch] checks the real
-// paths a patch writes against the writable roots and protected paths,
-// asks the user for any other, and writes through the [patch] package.
+// Patches (SPEC §6, §7.6) are applied here too: [Orchestrator.ApplyPatch]
+// checks the real paths a patch writes against the writable roots and
+// protected paths and asks the user for any other. Where execd enforces
+// a sandbox, a patch that needs no question is prepared and written by
+// the applier ([ApplierMain]: this binary as a sandboxed command, with
+// exactly a sandboxed command's rights); what the sandbox refuses is
+// asked for too; an approved patch is written by execd itself through
+// the [patch] package.
+//
+// A call lifted out of the sandbox (allow rules, an approved escalation,
+// a retry) runs in it after all when its git would use a repository a
+// sandboxed command could have written (SPEC §7.2), and its programs are
+// resolved as the shell would to tell whether one could have been
+// planted.
 //
 // It does not format anything for the model: that is the tools package.
 //

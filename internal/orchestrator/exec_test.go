@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -25,7 +26,14 @@ import (
 var testReaper *reaper.Reaper
 
 func TestMain(m *testing.M) {
-	// Sandboxed commands start this test binary as the sandbox helper.
+	// Sandboxed commands and patches start this test binary as the
+	// sandbox helper and the patch applier.
+	if len(os.Args) > 1 && os.Args[1] == PatchApplierArg {
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+		code := ApplierMain(ctx, os.Stdin, os.Stdout)
+		stop()
+		os.Exit(code)
+	}
 	if code, ok := sandbox.Dispatch(); ok {
 		os.Exit(code)
 	}

@@ -48,39 +48,123 @@ var errPatchMoved = &patch.Error{Msg: "The files of the patch changed while it w
 // ApplyPatch applies a patch with the approval rules of SPEC §7.6: every
 // file in a writable root (not a protected path), or remembered by
 // allow_session, goes ahead unasked except under untrusted; any other
-// needs the user's approval, and approval_policy never refuses it. Paths are checked as
-// the kernel resolves them, symlinks included, and written without
-// following links that appear later. Errors are those of a call that
-// changed nothing without trying (*WorkdirError, *RefusedError,
-// *DeniedError, ctx's cause); a patch that cannot apply is a result.
+// needs the user's approval, and approval_policy never refuses it.
+// Where execd enforces a sandbox, a patch that goes ahead unasked is
+// prepared and written by the applier, a sandboxed command, with exactly
+// the rights of one; what the sandbox refuses it (another user's file in
+// /tmp, say) is asked for like a write outside the roots. A patch the
+// user approved is written by execd itself. Paths are checked as the
+// kernel resolves them, symlinks included, and written without following
+// links that appear later. Errors are those of a call that changed
+// nothing without trying (*WorkdirError, *RefusedError, *DeniedError,
+// *sandbox.SetupError, ctx's cause); a patch that cannot apply is a
+// result.
 func (o *Orchestrator) ApplyPatch(ctx context.Context, req PatchRequest) (*PatchResult, error) {
 	start := time.Now()
 	dir, err := o.ResolveWorkdir(req.Workdir)
 	if err != nil {
 		return nil, err
 	}
-	failed := func(err error) (*PatchResult, error) {
-		if ctx.Err() != nil { // Prepare stopped because the call ended
-			return nil, context.Cause(ctx)
-		}
-		return &PatchResult{Err: err, Duration: time.Since(start)}, nil
-	}
 	p, err := patch.Parse(req.Patch)
 	if err != nil {
-		return failed(err)
+		return patchFailed(ctx, err, start)
 	}
 	// One patch at a time from here to its commit (but not while the user
 	// thinks): two patches of one file must not both start from its old
 	// content.
 	o.patchMu.Lock()
 	defer o.patchMu.Unlock()
-	pl, err := patch.Prepare(ctx, p, dir)
-	if err != nil {
-		return failed(err)
+	c := call{id: req.CallID, cwd: dir, kind: "patch", approval: Approval{Justification: req.Justification},
+		approver: req.Approver}
+	denied := ""
+	switch {
+	case o.Sandboxed():
+		res, why, done, err := o.applyConfined(ctx, req, p, c, start)
+		if done {
+			return res, err
+		}
+		denied = why
+	case o.FailsClosed():
+		denied = "the sandbox cannot be enforced on this host"
 	}
-	c := call{id: req.CallID, argv: patchArgv(pl.Targets()), cwd: dir, kind: "patch",
-		approval: Approval{Justification: req.Justification}, approver: req.Approver}
-	q, keys, err := o.patchQuestion(c, pl.Targets())
+	return o.applyAsExecd(ctx, req, p, c, denied, start)
+}
+
+// patchFailed is the result of a patch that cannot apply, or ctx's cause
+// when it stopped because the call ended.
+func patchFailed(ctx context.Context, err error, start time.Time) (*PatchResult, error) {
+	if ctx.Err() != nil {
+		return nil, context.Cause(ctx)
+	}
+	return &PatchResult{Err: err, Duration: time.Since(start)}, nil
+}
+
+// applyConfined applies a patch through the applier, in the sandbox,
+// when it needs no question. done is false when execd must take over:
+// the patch needs approval (its targets lie outside what a sandboxed
+// command may write, or untrusted asks for every patch), or the sandbox
+// refused to read or write one of its files (why says how).
+func (o *Orchestrator) applyConfined(ctx context.Context, req PatchRequest, p *patch.Patch, c call, start time.Time) (
+	res *PatchResult, why string, done bool, err error) {
+	a, err := o.startApplier(req.Patch, c.cwd)
+	if err != nil {
+		return nil, "", true, err
+	}
+	defer a.close()
+	rep, err := a.report(ctx)
+	switch {
+	case err != nil:
+		return nil, "", true, err
+	case rep.Denied:
+		return nil, rep.Error, false, nil
+	case rep.Error != "":
+		res, err := patchFailed(ctx, &patch.Error{Msg: rep.Error}, start)
+		return res, "", true, err
+	}
+	c.argv = patchArgv(rep.Targets)
+	if q, _, err := o.patchQuestion(c, rep.Targets, ""); err != nil || q != nil {
+		return nil, "", err != nil, err // asking is execd's to do, and writing then
+	}
+	if err := context.Cause(ctx); err != nil {
+		return nil, "", true, err
+	}
+	if req.OnApply != nil {
+		req.OnApply(p)
+	}
+	if err = a.commit(); err == nil {
+		rep, err = a.report(ctx)
+	}
+	ok := err == nil && rep.Summary != nil
+	if req.OnApplied != nil {
+		req.OnApplied(ok)
+	}
+	switch {
+	case err != nil:
+		return nil, "", true, err
+	case rep.Denied:
+		return nil, rep.Error, false, nil // nothing was changed
+	case !ok:
+		perr := &patch.Error{Msg: rep.Error}
+		o.patched(c, string(o.sandbox.Mode), perr, time.Since(start))
+		res, err := patchFailed(ctx, perr, start)
+		return res, "", true, err
+	}
+	d := time.Since(start)
+	o.patched(c, string(o.sandbox.Mode), nil, d)
+	return &PatchResult{Summary: *rep.Summary, Duration: d}, "", true, nil
+}
+
+// applyAsExecd prepares and writes a patch as execd itself, asking first
+// when its targets are not all writable by a sandboxed command, under
+// untrusted, or when the sandbox refused it (denied says why).
+func (o *Orchestrator) applyAsExecd(ctx context.Context, req PatchRequest, p *patch.Patch, c call, denied string,
+	start time.Time) (*PatchResult, error) {
+	pl, err := patch.Prepare(ctx, p, c.cwd)
+	if err != nil {
+		return patchFailed(ctx, err, start)
+	}
+	c.argv = patchArgv(pl.Targets())
+	q, keys, err := o.patchQuestion(c, pl.Targets(), denied)
 	if err != nil {
 		return nil, err
 	}
@@ -93,12 +177,12 @@ func (o *Orchestrator) ApplyPatch(ctx context.Context, req PatchRequest) (*Patch
 		}
 		// The answer took time: compute again from the files as they are
 		// now, which must still be the ones approved.
-		again, err := patch.Prepare(ctx, p, dir)
+		again, err := patch.Prepare(ctx, p, c.cwd)
 		if err != nil {
-			return failed(err)
+			return patchFailed(ctx, err, start)
 		}
 		if !slices.Equal(again.Targets(), pl.Targets()) {
-			return failed(errPatchMoved)
+			return patchFailed(ctx, errPatchMoved, start)
 		}
 		pl = again
 	}
@@ -113,9 +197,9 @@ func (o *Orchestrator) ApplyPatch(ctx context.Context, req PatchRequest) (*Patch
 		req.OnApplied(err == nil)
 	}
 	d := time.Since(start)
-	o.patched(c, err, d)
+	o.patched(c, "none", err, d)
 	if err != nil {
-		return failed(err)
+		return patchFailed(ctx, err, start)
 	}
 	return &PatchResult{Summary: pl.Summary(), Duration: d}, nil
 }
@@ -132,12 +216,13 @@ func patchArgv(targets []patch.Target) []string {
 // patchQuestion decides whether a patch that writes targets may be
 // applied (SPEC §7.6): a nil question and error when it may go ahead, a
 // *RefusedError, or the question to ask with the allow_session keys the
-// answer may remember.
-func (o *Orchestrator) patchQuestion(c call, targets []patch.Target) (*Question, []string, error) {
+// answer may remember. denied, when not "", is why the sandbox could not
+// apply it: then every target needs approval.
+func (o *Orchestrator) patchQuestion(c call, targets []patch.Target, denied string) (*Question, []string, error) {
 	pol := o.approvals.policy
 	outside := o.unwritable(targets)
 	need := outside // what an approval must cover
-	if pol == policy.Untrusted {
+	if pol == policy.Untrusted || denied != "" {
 		need = nil
 		for _, t := range targets {
 			need = append(need, t.Real)
@@ -145,8 +230,12 @@ func (o *Orchestrator) patchQuestion(c call, targets []patch.Target) (*Question,
 	}
 	switch {
 	case len(need) == 0:
-		o.decided(c, "none", "allow", "every file is in a writable root")
+		o.decided(c, o.SandboxLabel(true), "allow", "every file is in a writable root")
 		return nil, nil, nil
+	case denied != "" && pol == policy.Never:
+		reason := fmt.Sprintf("patch rejected: the sandbox may not apply it (%s), and approval_policy never asks for approval", denied)
+		o.decided(c, "none", "refuse", reason)
+		return nil, nil, &RefusedError{Reason: reason}
 	case len(outside) > 0 && pol == policy.Never:
 		reason := fmt.Sprintf("patch rejected: it writes outside the workspace (%s), and approval_policy never asks for approval",
 			strings.Join(outside, ", "))
@@ -162,7 +251,10 @@ func (o *Orchestrator) patchQuestion(c call, targets []patch.Target) (*Question,
 		return nil, nil, nil
 	}
 	reason := fmt.Sprintf("approval_policy %s asks before every change", pol)
-	if len(outside) > 0 {
+	switch {
+	case denied != "":
+		reason = "the sandbox may not apply it: " + denied
+	case len(outside) > 0:
 		reason = "it writes outside the workspace: " + strings.Join(outside, ", ")
 	}
 	return &Question{CallID: c.id, Command: c.argv, Cwd: c.cwd, Reason: reason,
@@ -214,13 +306,14 @@ func within(p, dir string) bool {
 	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
 }
 
-// patched writes an applied (or failed) patch to the audit file.
-func (o *Orchestrator) patched(c call, err error, d time.Duration) {
+// patched writes an applied (or failed) patch to the audit file, with
+// what confined the write.
+func (o *Orchestrator) patched(c call, sandbox string, err error, d time.Duration) {
 	code := 0
 	if err != nil {
 		code = 1
 	}
 	ms := d.Milliseconds()
 	o.approvals.audit.Record(audit.Entry{Kind: audit.KindPatch, CallID: c.id, Command: c.argv, Cwd: c.cwd,
-		Sandbox: "none", ExitCode: &code, DurationMS: &ms})
+		Sandbox: sandbox, ExitCode: &code, DurationMS: &ms})
 }

@@ -16,16 +16,20 @@ import (
 )
 
 // newWorkspace is an orchestrator in workspace-write whose only writable
-// root is its cwd, with .git protected. Patches need no sandbox support:
-// execd checks their paths itself.
+// root is its cwd, with .git protected, enforced on this host (patches go
+// ahead unasked through the applier, in the sandbox); it skips the test
+// on a kernel without the sandbox.
 func newWorkspace(t *testing.T, p policy.ApprovalPolicy) *Orchestrator {
 	t.Helper()
-	return newTest(t, func(opts *Options) {
+	o := newTest(t, func(opts *Options) {
 		opts.Sandbox = SandboxPolicy{Settings: sandbox.Settings{Mode: sandbox.WorkspaceWrite,
 			ExcludeSlashTmp: true, ExcludeTmpdirEnvVar: true, ProtectedNames: []string{".git"}}, FailClosed: true}
-		opts.Support = &sandbox.Support{}
 		opts.Policy = p
 	})
+	if !o.Sandboxed() {
+		t.Skipf("no sandbox on this kernel: %s", o.Support().Describe())
+	}
+	return o
 }
 
 func updatePatch(path, from, to string) string {
@@ -264,5 +268,31 @@ func TestPatchCannotUnpinProtectedLinks(t *testing.T) {
 		if _, err := os.Lstat(filepath.Join(ws, tt.link)); err != nil {
 			t.Errorf("%s is gone", tt.link)
 		}
+	}
+}
+
+// A patch whose call is cancelled while the applier writes it is all
+// there or not at all: the applier rolls back what it wrote when told
+// to stop (SPEC §6.3), and is gone when ApplyPatch returns.
+func TestPatchCancelledInTheSandbox(t *testing.T) {
+	o := newWorkspace(t, policy.OnRequest)
+	var text strings.Builder
+	text.WriteString("*** Begin Patch\n")
+	const n = 300
+	for i := range n {
+		fmt.Fprintf(&text, "*** Add File: d%d/f.txt\n+x\n", i)
+	}
+	text.WriteString("*** End Patch")
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	res, err := o.ApplyPatch(ctx, PatchRequest{Patch: text.String(), OnApply: func(*patch.Patch) { cancel() }})
+	entries, _ := os.ReadDir(o.Cwd())
+	switch {
+	case err == nil && res.Err == nil:
+		if len(entries) != n {
+			t.Errorf("applied, but %d of %d files are there", len(entries), n)
+		}
+	case len(entries) != 0:
+		t.Errorf("stopped (%v, %+v), but %d of %d files are there", err, res, len(entries), n)
 	}
 }

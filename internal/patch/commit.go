@@ -3,6 +3,7 @@ package patch
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -54,16 +55,16 @@ func commitFile(f *file) (step, error) {
 		}
 		var err error
 		if s.dirs, err = mkdirAll(filepath.Dir(f.real)); err != nil {
-			return s, failf("Failed to create parent directories for %s: %s", f.name, describe(err))
+			return s, failWith(err, "Failed to create parent directories for %s: %s", f.name, describe(err))
 		}
 		if err := writeFile(f.real, f.data, writtenPerm(f.perm), f.owner); err != nil {
-			return s, failf("Failed to write file %s: %s", f.name, describe(err))
+			return s, failWith(err, "Failed to write file %s: %s", f.name, describe(err))
 		}
 		s.wrote = true
 	case f.kind == absent && f.existed:
 		aside, err := setAside(f.real)
 		if err != nil {
-			return s, failf("Failed to delete file %s: %s", f.name, describe(err))
+			return s, failWith(err, "Failed to delete file %s: %s", f.name, describe(err))
 		}
 		s.aside = aside
 	}
@@ -99,7 +100,7 @@ func rollback(done []step, err error) error {
 		}
 	}
 	if len(failed) > 0 {
-		return failf("%s; the files already changed were restored except %s", err, strings.Join(failed, ", "))
+		return failWith(errors.Unwrap(err), "%s; the files already changed were restored except %s", err, strings.Join(failed, ", "))
 	}
 	return err
 }

@@ -298,8 +298,21 @@ func parseChunk(lines []line, first bool) (Chunk, int, error) {
 
 // Error is a patch that cannot be applied; Msg is the message of SPEC
 // §6.5, naming the path as the patch writes it.
-type Error struct{ Msg string }
+type Error struct {
+	Msg string
+	// Err is the system error behind Msg, if any (a permission denied,
+	// say), for errors.Is; it does not change the message.
+	Err error
+}
 
 func (e *Error) Error() string { return e.Msg }
 
+// Unwrap returns the system error behind the message, or nil.
+func (e *Error) Unwrap() error { return e.Err }
+
 func failf(format string, args ...any) error { return &Error{Msg: fmt.Sprintf(format, args...)} }
+
+// failWith is failf that keeps the system error cause behind the message.
+func failWith(cause error, format string, args ...any) error {
+	return &Error{Msg: fmt.Sprintf(format, args...), Err: cause}
+}

@@ -179,7 +179,7 @@ func (pl *Plan) delete(cwd string, h Hunk) error {
 func (pl *Plan) update(ctx context.Context, cwd string, h Hunk) error {
 	f, err := pl.updatable(cwd, h.Path)
 	if err != nil {
-		return failf("Failed to read file to update %s: %s", h.Path, describe(err))
+		return failWith(err, "Failed to read file to update %s: %s", h.Path, describe(err))
 	}
 	data, err := applyChunks(ctx, f.data, h.Chunks, h.Path)
 	if err != nil {
@@ -215,7 +215,7 @@ func (pl *Plan) writable(cwd, name string) (*file, error) {
 		err = pl.checkParents(real)
 	}
 	if err != nil {
-		return nil, failf("Failed to create parent directories for %s: %s", name, describe(err))
+		return nil, failWith(err, "Failed to create parent directories for %s: %s", name, describe(err))
 	}
 	f, err := pl.state(real, name)
 	if err == nil {
@@ -229,7 +229,7 @@ func (pl *Plan) writable(cwd, name string) (*file, error) {
 		}
 	}
 	if err != nil {
-		return nil, failf("Failed to write file %s: %s", name, describe(err))
+		return nil, failWith(err, "Failed to write file %s: %s", name, describe(err))
 	}
 	return f, nil
 }

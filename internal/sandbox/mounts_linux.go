@@ -212,6 +212,10 @@ func (pl *plan) protectBelow(dir, rel string) error {
 	if name == "" || name == "." || name == ".." || name == "/" {
 		return nil
 	}
+	var st unix.Stat_t
+	if err := unix.Lstat(gitrepo.Join(dir, rel), &st); unreachable(err) {
+		return nil // nothing there: nothing to pin the way to
+	}
 	parent, _, err := pl.walk(dir, parentRel)
 	switch {
 	case errors.Is(err, errSkip):

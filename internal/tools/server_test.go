@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -29,7 +31,14 @@ import (
 var testReaper *reaper.Reaper
 
 func TestMain(m *testing.M) {
-	// Sandboxed commands start this test binary as the sandbox helper.
+	// Sandboxed commands and patches start this test binary as the
+	// sandbox helper and the patch applier.
+	if len(os.Args) > 1 && os.Args[1] == orchestrator.PatchApplierArg {
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+		code := orchestrator.ApplierMain(ctx, os.Stdin, os.Stdout)
+		stop()
+		os.Exit(code)
+	}
 	if code, ok := sandbox.Dispatch(); ok {
 		os.Exit(code)
 	}
