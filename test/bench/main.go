@@ -14,7 +14,10 @@
 //   - approvals: a call whose rule says prompt, answered at once by the
 //     client, against the same call without a rule (approval.go);
 //   - patches: a 2,000-line, 200-chunk patch on a 100,000-line file
-//     through apply_patch and in process, against git apply (patch.go);
+//     through apply_patch and in process, and a one-line patch, against
+//     git apply (patch.go);
+//   - the policy's decision on a 2 KiB script against parsing it
+//     (policy.go);
 //   - the sandbox: launch overhead, a sandboxed round trip and the seccomp
 //     filter's cost per system call (sandbox.go).
 //
@@ -46,7 +49,7 @@ func main() {
 		os.Exit(code)
 	}
 	n := flag.Int("n", 400, "samples per round-trip measurement")
-	only := flag.String("only", "", `run one benchmark only: "patch"`)
+	only := flag.String("only", "", `run one benchmark only: "patch" or "policy"`)
 	flag.Parse()
 	if err := run(*n, *only); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -77,8 +80,10 @@ func run(n int, only string) error {
 	case "":
 	case "patch":
 		return patchBench(bin, dir)
+	case "policy":
+		return policyBench()
 	default:
-		return fmt.Errorf("-only %q: the benchmarks that run alone are: patch", only)
+		return fmt.Errorf("-only %q: the benchmarks that run alone are: patch, policy", only)
 	}
 
 	if err := startup(bin, cfg, dir); err != nil {
@@ -110,6 +115,9 @@ func run(n int, only string) error {
 		return err
 	}
 	if err := patchBench(bin, dir); err != nil {
+		return err
+	}
+	if err := policyBench(); err != nil {
 		return err
 	}
 	return sandboxBench(bin, dir, n)
