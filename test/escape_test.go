@@ -1140,3 +1140,28 @@ func TestEscapePatchRights(t *testing.T) {
 		}
 	})
 }
+
+// A .gitmodules that lists hundreds of submodules must not make every
+// later launch slow or fail: the helper protects a bounded number.
+func TestEscapeSubmoduleMaze(t *testing.T) {
+	asEachUser(t, func(t *testing.T, h *sandboxHost) {
+		h.needProtection()
+		h.mkdir(filepath.Join(h.work, ".git"))
+		r := h.sh("", `for i in $(seq 300); do mkdir -p s$i/.git; printf '[submodule "s%d"]\n\tpath = s%d\n' $i $i >> .gitmodules; done`)
+		if r.code != 0 {
+			t.Fatalf("planting: %+v", r)
+		}
+		bound := mountBound(t, 3*64+10)
+		r = h.sh("", "echo x > f && cat f && wc -l < /proc/self/mountinfo")
+		lines := strings.Fields(r.stdout)
+		if r.code != 0 || len(lines) != 2 || lines[0] != "x" {
+			t.Fatalf("with 300 submodules: %+v; want the workspace writable", r)
+		}
+		if n, _ := strconv.Atoi(lines[1]); n > bound {
+			t.Errorf("%d mounts in the sandbox, want at most %d", n, bound)
+		}
+		if r := h.sh("", "echo x > s1/.git/config"); r.code == 0 {
+			t.Errorf("a listed submodule's .git is writable: %+v", r)
+		}
+	})
+}

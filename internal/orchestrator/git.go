@@ -249,8 +249,13 @@ func subcommand(args []string) string {
 	return ""
 }
 
-// maxGitDepth bounds how deep submodules of submodules are checked.
-const maxGitDepth = 3
+// maxGitDepth bounds how deep submodules of submodules are checked, and
+// maxSubmodules how many one repository may have (the helper protects no
+// more).
+const (
+	maxGitDepth   = 3
+	maxSubmodules = 64
+)
 
 // gitTrust says why git must not run outside the sandbox with repository
 // r, or "": its repository and common directory, its configuration
@@ -296,8 +301,11 @@ func (o *Orchestrator) gitTrust(r gitrepo.Repo, extra []gitrepo.Entry, sub strin
 		return ""
 	}
 	subs, err := gitrepo.Submodules(r.Worktree)
-	if err != nil {
+	switch {
+	case err != nil:
 		return fmt.Sprintf("its .gitmodules does not parse: %v", err)
+	case len(subs) > maxSubmodules:
+		return fmt.Sprintf("its .gitmodules lists %d submodules, more than the %d the sandbox protects", len(subs), maxSubmodules)
 	}
 	for _, s := range subs {
 		dir := filepath.Join(r.Worktree, s)

@@ -169,8 +169,14 @@ func pinAndProtect(p *Policy, outer, roots, inner []openRoot) error {
 }
 
 // maxSubmoduleDepth bounds how deep submodules of submodules are
-// protected.
-const maxSubmoduleDepth = 3
+// protected, and maxSubmodules how many of one .gitmodules: a command
+// that lists thousands must not make every later launch slow. Those past
+// the bound are left alone (execd then runs no git outside the sandbox in
+// that repository: its check finds them unprotected).
+const (
+	maxSubmoduleDepth = 3
+	maxSubmodules     = 64
+)
 
 // protectSubmodules plans to protect the .git of every submodule that the
 // .gitmodules file of the working tree dir lists, like the top one: a
@@ -186,7 +192,7 @@ func (pl *plan) protectSubmodules(dir string, depth int) error {
 	if err != nil {
 		return nil
 	}
-	for _, sub := range subs {
+	for _, sub := range subs[:min(len(subs), maxSubmodules)] {
 		if filepath.IsAbs(sub) || slices.Contains(strings.Split(sub, "/"), "..") {
 			continue
 		}

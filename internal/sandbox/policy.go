@@ -166,7 +166,7 @@ func ProtectedPaths(roots, names, paths []string) []string {
 	var submodules func(dir string, depth int)
 	submodules = func(dir string, depth int) {
 		subs, _ := gitrepo.Submodules(dir)
-		for _, sub := range subs {
+		for _, sub := range subs[:min(len(subs), 64)] { // as the helper (maxSubmodules)
 			if depth < 3 && !filepath.IsAbs(sub) && !slices.Contains(strings.Split(sub, "/"), "..") {
 				entry(filepath.Join(dir, sub), filepath.Join(dir, sub, ".git"))
 				submodules(filepath.Join(dir, sub), depth+1)
