@@ -716,6 +716,8 @@ func TestEscapeSecrets(t *testing.T) {
 			"API_KEY=v1", "GITHUB_TOKEN=v2", "AWS_SECRET_ACCESS_KEY=v3", "DB_PASSWORD=v4", "LDAP_PASSWD=v5", "MYSQL_PWD=v6",
 			"GOOGLE_APPLICATION_CREDENTIALS=/v7.json", "SIGNING_PRIVATE=v8", "GITLAB_PAT=v9", "SSH_AUTH_SOCK=/tmp/v10.sock",
 			"GPG_AGENT_INFO=/run/v11:0:1", "DATABASE_URL=postgres://app:v12@db/app", "UPSTREAM=https://:v13@github.com/o/r",
+			"BW_SESSION=v14", "OP_SESSION_me=v15", "SMTP_PASS=v16", "REDIS_PWD=v17", "NPM_CONFIG__AUTH=v18",
+			"DOCKER_AUTH_CONFIG=v19", "MYSQL_DSN=root:v20@tcp(db)/x",
 		}
 		kept := []string{"PWD", "OLDPWD", "EXECD_IT_PLAIN", "GIT_URL"}
 		env := append(slices.Clone(secrets), "PWD="+h.work, "OLDPWD=/", "EXECD_IT_PLAIN=1", "GIT_URL=ssh://git@github.com/o/r")
@@ -864,8 +866,8 @@ func TestEscapeAllowRuleRedirections(t *testing.T) {
 		outside := h.path("outside")
 		h.mkdir(outside)
 		h.writeFile(filepath.Join(h.work, "in"), "b\na\n")
-		cs := h.serve(noTmp, `prefix_rule(pattern=[["cat", "echo", "sort", "tee", "sed", "dd"]], decision="allow")
-prefix_rule(pattern=["git", "diff"], decision="allow")`, nil)
+		cs := h.serve(noTmp, `prefix_rule(pattern=[["cat", "echo", "sort", "tee", "sed", "dd", "awk", "curl"]], decision="allow")
+prefix_rule(pattern=["git", ["diff", "grep"]], decision="allow")`, nil)
 		attacks := []string{
 			"cat >> " + outside + "/heredoc <<'EOF'\nx\nEOF",
 			"cat <<EOF > " + outside + "/heredoc2\nx\nEOF",
@@ -875,6 +877,10 @@ prefix_rule(pattern=["git", "diff"], decision="allow")`, nil)
 			"sed -n 'w " + outside + "/sed' in",
 			"dd if=in of=" + outside + "/dd",
 			"git diff --no-index --output=" + outside + "/git in in",
+			"sort --out=" + outside + "/sortabbrev in",
+			"sed --in-pl -e 's/a/b/' " + outside + "/../work/in && sed -n -e p -ne 'w " + outside + "/sedcluster' in",
+			"awk -W interactive 'BEGIN{system(\"touch " + outside + "/awk\")}'",
+			"git grep -O'touch " + outside + "/gitgrep #' b",
 		}
 		for _, a := range attacks {
 			res, text, _ := callTool(t, cs, "shell_command", map[string]any{"command": a, "login": false})
@@ -914,6 +920,17 @@ func TestEscapePlantedProgram(t *testing.T) {
 			callTool(t, cs, "shell", map[string]any{"command": strings.Fields(c)})
 		}
 		h.absent(filepath.Join(outside, "cat"), filepath.Join(outside, "git"))
+		// A PATH of the call's own making (env PATH=…), and a relative
+		// PATH entry resolved after a cd.
+		if res, text, _ := callTool(t, cs, "shell_command", map[string]any{"login": false,
+			"command": "mkdir -p rel/tools && printf '#!/bin/sh\\necho pwned > " + outside + "/$(basename $0)\\n' > rel/tools/ls && cp rel/tools/ls bin/ls && chmod +x rel/tools/ls bin/ls"}); res.IsError {
+			t.Fatalf("planting: %q", text)
+		}
+		h.env = []string{"PATH=rel/tools:/usr/local/bin:/usr/bin:/bin"}
+		cs2 := h.serve(noTmp, `prefix_rule(pattern=[["ls", "env", "cd"]], decision="allow")`, nil)
+		callTool(t, cs2, "shell_command", map[string]any{"login": false, "command": "env PATH=" + filepath.Join(h.work, "bin") + " ls"})
+		callTool(t, cs2, "shell_command", map[string]any{"login": false, "workdir": "/", "command": "cd " + h.work + " && ls"})
+		h.absent(filepath.Join(outside, "ls"))
 	})
 }
 
@@ -975,13 +992,16 @@ func TestEscapeGitRepositories(t *testing.T) {
 		outside := h.path("outside")
 		h.mkdir(outside)
 		// The workspace is a repository from the start, with a
-		// submodule whose .git is a directory of its own (old style).
+		// submodule whose repository is absorbed into the top one's.
 		h.hostSh(h.work, "git init -q && git config user.name t && git config user.email t@example.com && "+
 			"git commit -q --allow-empty -m init && "+
 			"git init -q sub && git -C sub commit -q --allow-empty -m sub && "+
 			"printf '[submodule \"sub\"]\\n\\tpath = sub\\n\\turl = ./sub\\n' > .gitmodules && "+
-			"git add .gitmodules sub && git commit -q -m sub")
-		rules := `prefix_rule(pattern=["git", ["status", "commit", "-C"]], decision="allow")
+			"git add .gitmodules sub && git commit -q -m sub && git submodule absorbgitdirs 2>/dev/null")
+		// A submodule the index records but neither .gitmodules lists
+		// nor anyone initialized.
+		h.hostSh(h.work, "git update-index --add --cacheinfo 160000,$(git -C sub rev-parse HEAD),lib2 && git commit -q -m lib2")
+		rules := `prefix_rule(pattern=["git", ["status", "commit", "-C", "-c"]], decision="allow")
 prefix_rule(pattern=["cd"], decision="allow")`
 		cs := h.serve(noTmp, rules, nil)
 		sandboxed := func(script string) {
@@ -998,6 +1018,18 @@ prefix_rule(pattern=["cd"], decision="allow")`
 		// The submodule's repository, written by the sandbox: protected.
 		sandboxed("git -C sub config core.fsmonitor '" + hook("submodule") + "' || true")
 		callTool(t, cs, "shell_command", map[string]any{"command": "git status", "login": false})
+		// A repository made at the gitlink's path, which git status
+		// looks into.
+		sandboxed("git init -q lib2 && git -C lib2 config core.fsmonitor '" + hook("gitlink") + "'")
+		callTool(t, cs, "shell_command", map[string]any{"command": "git status", "login": false})
+		// A configuration file of the sandbox's, included from the
+		// command line.
+		sandboxed("printf '[core]\\n\\tfsmonitor = " + hook("include") + "\\n' > evil.cfg")
+		callTool(t, cs, "shell", map[string]any{"command": []string{"git", "-c", "include.path=" + filepath.Join(h.work, "evil.cfg"), "status"}})
+		// -C as git follows it: past a symlink, .. leaves its target.
+		sandboxed("git init -q evil2 && git -C evil2 config core.fsmonitor '" + hook("dotdot") + "' && mkdir -p evil2/a/b && ln -s " +
+			filepath.Join(h.work, "evil2/a/b") + " lnk")
+		callTool(t, cs, "shell", map[string]any{"command": []string{"git", "-C", "lnk/../..", "status"}})
 		// Hooks kept in the workspace by configuration (husky).
 		h.hostSh(h.work, "git config core.hooksPath .husky")
 		cs2 := h.serve(noTmp, rules, nil) // a new execd: the repository is as it was at start
@@ -1006,7 +1038,7 @@ prefix_rule(pattern=["cd"], decision="allow")`
 			t.Fatalf("planting the hook: %q", text)
 		}
 		callTool(t, cs2, "shell_command", map[string]any{"command": "git commit -q --allow-empty -m x", "login": false})
-		for _, m := range []string{"nested", "submodule", "husky"} {
+		for _, m := range []string{"nested", "submodule", "husky", "gitlink", "include", "dotdot"} {
 			h.absent(filepath.Join(outside, m))
 		}
 		// A repository the sandbox made at the top of a workspace that had
@@ -1024,6 +1056,17 @@ prefix_rule(pattern=["cd"], decision="allow")`
 		if !strings.Contains(text, "Note: execd ran git in the sandbox: its repository") {
 			t.Errorf("git status in a repository made by the sandbox: %q; want a note that says why it ran in the sandbox", text)
 		}
+		// Nor at the next start of execd, which finds the repository
+		// there (and protected) from the start.
+		cmd = h.command(noTmp+"\n[rules]\nfiles = ["+strconvQuote(h.path("test.rules"))+"]\n", "serve")
+		cmd.Args[len(cmd.Args)-1] = fresh // --cwd
+		cmd.Stderr = &testLog{t: t}
+		cs5 := connect(t, cmd, nil, &mcp.ClientSessionOptions{ProtocolVersion: "2025-06-18"})
+		_, text, _ = callTool(t, cs5, "shell_command", map[string]any{"command": "git status", "login": false})
+		h.absent(filepath.Join(outside, "fresh"))
+		if !strings.Contains(text, "made after a sandboxed command ran there without one") {
+			t.Errorf("git status at the next start: %q; want it in the sandbox, saying why", text)
+		}
 		// A repository protected since execd started, configured by the
 		// user with a program outside the roots: git runs without the
 		// sandbox, as the rule says.
@@ -1033,8 +1076,15 @@ prefix_rule(pattern=["cd"], decision="allow")`
 		if err := os.Chmod(tool, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		h.hostSh(h.work, "git config --unset core.hooksPath; git config core.fsmonitor "+tool)
+		// ... with the attacks' gitlink gone, and a submodule listed but
+		// not initialized (its empty directory is kept read-only).
+		h.hostSh(h.work, "git config --unset core.hooksPath; git config core.fsmonitor "+tool+
+			" && git rm -q --cached lib2 && rm -rf lib2 && mkdir opt && git update-index --add --cacheinfo 160000,$(git -C sub rev-parse HEAD),opt"+
+			" && printf '[submodule \"opt\"]\n\tpath = opt\n\turl = ./opt\n' >> .gitmodules && git add .gitmodules && git commit -q -m opt")
 		cs4 := h.serve(noTmp, rules, nil)
+		if res, text, _ := callTool(t, cs4, "shell_command", map[string]any{"command": "git init -q opt", "login": false}); !res.IsError {
+			t.Errorf("git init in an uninitialized submodule's directory: %q; want it refused", text)
+		}
 		callTool(t, cs4, "shell_command", map[string]any{"command": "git status", "login": false})
 		if b, err := os.ReadFile(filepath.Join(outside, "trusted")); err != nil || !strings.Contains(string(b), "\t0") {
 			t.Errorf("git status in a trusted repository: %q, %v; want it run without the sandbox", b, err)
@@ -1147,11 +1197,14 @@ func TestEscapeSubmoduleMaze(t *testing.T) {
 	asEachUser(t, func(t *testing.T, h *sandboxHost) {
 		h.needProtection()
 		h.mkdir(filepath.Join(h.work, ".git"))
-		r := h.sh("", `for i in $(seq 300); do mkdir -p s$i/.git; printf '[submodule "s%d"]\n\tpath = s%d\n' $i $i >> .gitmodules; done`)
+		// 100 buried 40 directories deep, then 300 more: each would add
+		// pins of its own.
+		r := h.sh("", `deep=$(printf 'd/%.0s' $(seq 40)); for i in $(seq 100); do mkdir -p m$i/$deep.git; printf '[submodule "m%d"]\n\tpath = m%d/%s\n' $i $i "$deep" >> .gitmodules; done
+			for i in $(seq 300); do mkdir -p s$i/.git; printf '[submodule "s%d"]\n\tpath = s%d\n' $i $i >> .gitmodules; done`)
 		if r.code != 0 {
 			t.Fatalf("planting: %+v", r)
 		}
-		bound := mountBound(t, 3*64+10)
+		bound := mountBound(t, 64*8+10)
 		r = h.sh("", "echo x > f && cat f && wc -l < /proc/self/mountinfo")
 		lines := strings.Fields(r.stdout)
 		if r.code != 0 || len(lines) != 2 || lines[0] != "x" {
@@ -1160,8 +1213,46 @@ func TestEscapeSubmoduleMaze(t *testing.T) {
 		if n, _ := strconv.Atoi(lines[1]); n > bound {
 			t.Errorf("%d mounts in the sandbox, want at most %d", n, bound)
 		}
-		if r := h.sh("", "echo x > s1/.git/config"); r.code == 0 {
-			t.Errorf("a listed submodule's .git is writable: %+v", r)
+		if r := h.sh("", "echo x > s1/.git/config"); r.code != 0 {
+			t.Logf("s1 is past the bound of protected submodules here: %+v", r)
+		}
+	})
+}
+
+// A session with a terminal takes input the rules never see: an allow
+// rule for a pager does not let a model type `!cmd` into it outside the
+// sandbox (SPEC §7.2).
+func TestEscapeTerminalSession(t *testing.T) {
+	asEachUser(t, func(t *testing.T, h *sandboxHost) {
+		outside := h.path("outside")
+		h.mkdir(outside)
+		h.writeFile(filepath.Join(h.work, "in.txt"), strings.Repeat("line\n", 200))
+		cs := h.serve(noTmp, `prefix_rule(pattern=["less"], decision="allow")`, nil)
+		id := start(t, cs, map[string]any{"cmd": "less in.txt", "tty": true, "login": false, "yield_time_ms": 1000})
+		session(t, cs, "write_stdin", map[string]any{"session_id": id, "chars": "!touch " + outside + "/less\n", "yield_time_ms": 1000})
+		session(t, cs, "write_stdin", map[string]any{"session_id": id, "chars": "\nq", "yield_time_ms": 1000})
+		h.absent(filepath.Join(outside, "less"))
+	})
+}
+
+// A shell lifted out of the sandbox must not read a profile a sandboxed
+// command could have written: with HOME in the workspace, a rule that
+// allows ls does not run ~/.bash_profile outside the sandbox (SPEC §7.2).
+func TestEscapeLoginProfile(t *testing.T) {
+	asEachUser(t, func(t *testing.T, h *sandboxHost) {
+		outside := h.path("outside")
+		home := filepath.Join(h.work, "home")
+		h.mkdir(outside, home)
+		h.env = []string{"HOME=" + home}
+		cs := h.serve(noTmp, `prefix_rule(pattern=["ls"], decision="allow")`, nil)
+		if res, text, _ := callTool(t, cs, "shell_command", map[string]any{"login": false,
+			"command": "echo 'touch " + outside + "/profile' > home/.bash_profile"}); res.IsError {
+			t.Fatalf("planting: %q", text)
+		}
+		_, text, _ := callTool(t, cs, "shell_command", map[string]any{"command": "ls"}) // a login shell, by default
+		h.absent(filepath.Join(outside, "profile"))
+		if !strings.Contains(text, "Note: execd ran this in the sandbox: its shell reads") {
+			t.Errorf("ls through a login shell: %q; want a note saying why it ran in the sandbox", text)
 		}
 	})
 }

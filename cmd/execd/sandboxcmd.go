@@ -167,6 +167,10 @@ func (d *doctor) rules() {
 	d.line("amend file", "%s", orNone(d.cfg.Rules.AmendFile))
 	d.line("audit file", "%s", orNone(d.cfg.AuditPath))
 	d.ownFiles()
+	if roots, file := d.orch.TaintedRoots(); len(roots) > 0 {
+		d.line("untrusted git", "no repository at the top of %s runs git outside the sandbox: a sandboxed command ran there "+
+			"while it had no .git (remove a line from %s to trust a repository you made yourself)", strings.Join(roots, ", "), orNone(file))
+	}
 }
 
 // ownFiles warns about execd's own files that lie inside a writable root
@@ -304,7 +308,7 @@ func (d *doctor) selfTest() bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	t0 := time.Now()
-	res, err := d.orch.Exec(ctx, orchestrator.ExecRequest{Argv: []string{"cat", "/proc/self/status"}})
+	res, err := d.orch.Exec(ctx, orchestrator.ExecRequest{Argv: []string{"cat", "/proc/self/status"}, SelfTest: true})
 	elapsed := time.Since(t0)
 	switch {
 	case err != nil:

@@ -46,6 +46,7 @@ func newOrchestrator(cfg *config, log *zap.Logger, r *reaper.Reaper, sup *sandbo
 		Sessions:   procstore.Options{Max: cfg.Sessions.Max},
 		Support:    sup,
 		Policy:     policy.ApprovalPolicy(cfg.ApprovalPolicy),
+		GitState:   gitStateFile(),
 		AmendFile:  cfg.Rules.AmendFile,
 		SkipPolicy: pol == nil,
 	}
@@ -69,6 +70,9 @@ func ownFiles(cfg *config) []string {
 	if dir := configDir(); dir != "" {
 		files = append(files, filepath.Join(dir, "execd"))
 	}
+	if dir := stateDir(); dir != "" {
+		files = append(files, filepath.Join(dir, "execd"))
+	}
 	files = append(files, cfg.Rules.Files...)
 	for _, f := range []string{cfg.Rules.AmendFile, cfg.AuditPath} {
 		if f != "" {
@@ -79,25 +83,46 @@ func ownFiles(cfg *config) []string {
 	return slices.Compact(files)
 }
 
-// makeOwnDir creates the default configuration directory when it is
-// missing inside a writable root: otherwise a sandboxed command could
-// create it, with a config.toml or rules for the next start of execd, and
-// only what exists can be kept read-only.
+// makeOwnDir creates the default configuration and state directories
+// when they are missing inside a writable root: otherwise a sandboxed
+// command could create them, with a config.toml or rules for the next
+// start of execd, and only what exists can be kept read-only.
 func makeOwnDir(orch *orchestrator.Orchestrator, log *zap.Logger) {
-	dir := configDir()
-	if dir == "" {
-		return
+	for _, base := range []string{configDir(), stateDir()} {
+		if base == "" {
+			continue
+		}
+		dir := filepath.Join(base, "execd")
+		if _, err := os.Lstat(dir); !errors.Is(err, os.ErrNotExist) || orch.WritableRootOf(dir) == "" {
+			continue
+		}
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			log.Warn("a directory of execd's lies in a writable root and cannot be created to be kept read-only",
+				zap.String("dir", dir), zap.Error(err))
+			continue
+		}
+		log.Info("created a directory of execd's, inside a writable root, to keep it read-only to commands", zap.String("dir", dir))
 	}
-	dir = filepath.Join(dir, "execd")
-	if _, err := os.Lstat(dir); !errors.Is(err, os.ErrNotExist) || orch.WritableRootOf(dir) == "" {
-		return
+}
+
+// stateDir is $XDG_STATE_HOME, else ~/.local/state, else "".
+func stateDir() string {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return d
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		log.Warn("execd's configuration directory lies in a writable root and cannot be created to be kept read-only",
-			zap.String("dir", dir), zap.Error(err))
-		return
+	if h := os.Getenv("HOME"); h != "" {
+		return filepath.Join(h, ".local", "state")
 	}
-	log.Info("created execd's configuration directory, inside a writable root, to keep it read-only to commands", zap.String("dir", dir))
+	return ""
+}
+
+// gitStateFile is where execd keeps the roots where git is not trusted
+// outside the sandbox (orchestrator.Options.GitState).
+func gitStateFile() string {
+	if dir := stateDir(); dir != "" {
+		return filepath.Join(dir, "execd", "untrusted-git")
+	}
+	return ""
 }
 
 // envPolicy is the commands' environment policy of cfg (SPEC §10).

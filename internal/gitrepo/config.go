@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // Entry is one variable of a git configuration file.
@@ -24,16 +26,21 @@ type Entry struct {
 const maxConfig = 4 << 20
 
 // ReadConfig parses the configuration file at path; a missing file has
-// no entries. Errors are git's: a line it would reject.
+// no entries. It never blocks on a FIFO put there (O_NONBLOCK, and only
+// a regular file is read). Errors are git's: a line it would reject.
 func ReadConfig(path string) ([]Entry, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}
+	f := os.NewFile(uintptr(fd), path)
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", path)
+	}
 	b, err := io.ReadAll(io.LimitReader(f, maxConfig+1))
 	if err != nil {
 		return nil, err
@@ -272,7 +279,7 @@ type Kind int
 // The kinds of variables that steer git outside the repository's data.
 const (
 	Other   Kind = iota
-	Path         // a file or directory git reads or runs from (core.hooksPath, core.worktree)
+	Path         // a directory git runs programs from (core.hooksPath)
 	Command      // a program or shell command git runs (core.fsmonitor, filters, pagers)
 	Include      // another configuration file (include.path, includeIf.*.path)
 )
@@ -290,8 +297,8 @@ var commandKeys = []string{"core.fsmonitor", "core.sshcommand", "core.pager", "c
 func KindOf(e Entry) Kind {
 	k := e.Key
 	switch {
-	case k == "core.hookspath", k == "core.worktree":
-		return Path
+	case k == "core.hookspath":
+		return Path // (core.worktree names the working tree, writable anyway: no program)
 	case k == "include.path", strings.HasPrefix(k, "includeif.") && strings.HasSuffix(k, ".path"):
 		return Include
 	case k == "core.fsmonitor" && (e.Bare || isBool(e.Value)):

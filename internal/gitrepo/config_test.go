@@ -75,6 +75,7 @@ func TestKindOf(t *testing.T) {
 		{Entry{Key: "core.fsmonitor", Value: "true"}, Other},
 		{Entry{Key: "core.fsmonitor", Value: "./fsmon.sh"}, Command},
 		{Entry{Key: "core.hookspath", Value: ".husky"}, Path},
+		{Entry{Key: "core.worktree", Value: "../../../sub"}, Other},
 		{Entry{Key: "filter.lfs.process", Value: "git-lfs filter-process"}, Command},
 		{Entry{Key: "diff.a.b.textconv", Value: "x"}, Command},
 		{Entry{Key: "diff.textconv", Value: "x"}, Other},

@@ -86,3 +86,81 @@ func clean(p string) string {
 	}
 	return p
 }
+
+// Gitlinks agrees with git ls-files on the submodules an index records,
+// in each index version, and refuses a split index.
+func TestGitlinksLikeGit(t *testing.T) {
+	gitBin, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("git is not installed")
+	}
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	git := func(dir string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(gitBin, append([]string{"-c", "protocol.file.allow=always"}, args...)...)
+		cmd.Dir = dir
+		cmd.Env = []string{"HOME=" + base, "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x",
+			"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x", "PATH=/usr/bin:/bin"}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v: %s", args, err, out)
+		}
+		return string(out)
+	}
+	git(base, "init", "-q", "lib")
+	git(filepath.Join(base, "lib"), "commit", "-q", "--allow-empty", "-m", "lib")
+	git(base, "init", "-q", "main")
+	main := filepath.Join(base, "main")
+	for _, f := range []string{"a.txt", "dir/b.txt", strings.Repeat("long/", 30) + "c.txt"} {
+		if err := os.MkdirAll(filepath.Join(main, filepath.Dir(f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(main, f), []byte(f), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git(main, "add", ".")
+	git(main, "submodule", "add", "-q", "../lib", "sub")
+	git(main, "submodule", "add", "-q", "../lib", "dir/nested sub")
+	if err := os.WriteFile(filepath.Join(main, "intent.txt"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git(main, "add", "-N", "intent.txt") // an extended flag
+	r, ok := Find(main)
+	if !ok {
+		t.Fatal("no repository")
+	}
+	for _, version := range []string{"2", "3", "4"} {
+		git(main, "update-index", "--index-version", version)
+		var want []string
+		for _, line := range strings.Split(git(main, "ls-files", "-s"), "\n") {
+			if f := strings.SplitN(line, "\t", 2); len(f) == 2 && strings.HasPrefix(f[0], "160000 ") {
+				want = append(want, f[1])
+			}
+		}
+		got, err := r.Gitlinks()
+		if err != nil || strings.Join(got, "|") != strings.Join(want, "|") {
+			t.Errorf("index version %s: Gitlinks = %q, %v; git says %q", version, got, err, want)
+		}
+	}
+	git(main, "update-index", "--split-index")
+	if _, err := r.Gitlinks(); err != ErrSplitIndex {
+		t.Errorf("a split index: %v, want ErrSplitIndex", err)
+	}
+}
+
+// FuzzGitlinks: any bytes parse or fail without panic.
+func FuzzGitlinks(f *testing.F) {
+	f.Add([]byte("DIRC\x00\x00\x00\x02\x00\x00\x00\x00"), false)
+	f.Add([]byte("DIRC\x00\x00\x00\x04\x00\x00\x00\x01"+strings.Repeat("\x00", 62)+"\x05a\x00"), true)
+	f.Fuzz(func(t *testing.T, b []byte, sha256 bool) {
+		n := 20
+		if sha256 {
+			n = 32
+		}
+		_, _ = ParseGitlinks(strings.NewReader(string(b)), n)
+	})
+}

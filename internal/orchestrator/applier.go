@@ -113,6 +113,7 @@ type applier struct {
 // startApplier starts the applier in the sandbox with the patch. Errors
 // are the start's (a *sandbox.SetupError, say).
 func (o *Orchestrator) startApplier(text, dir string) (*applier, error) {
+	o.taintRoots() // a patch may make a .git where there is none
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		return nil, err

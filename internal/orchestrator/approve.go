@@ -260,7 +260,8 @@ func (o *Orchestrator) authorize(ctx context.Context, c call) (grant, error) {
 	r := policy.Require(a.rules, policy.Request{
 		Argv: c.argv, Policy: a.policy, Sandboxed: o.confines(),
 		Escalated: c.approval.Escalated, Prefix: c.approval.Prefix,
-		Planted: func(argv0 string) bool { return o.planted(argv0, c.cwd) },
+		Planted:  o.plantedFor(c),
+		Terminal: c.kind == "tty",
 	})
 	// Only an approval or allow rules lift the sandbox: a known-safe
 	// command asked to escalate runs in it (git status runs hooks and
@@ -294,7 +295,7 @@ func (o *Orchestrator) authorize(ctx context.Context, c call) (grant, error) {
 	if a.amendFile != "" {
 		q.Prefix = r.Amendment
 	}
-	remembered, err := o.ask(ctx, c, q, sessionKey(c, !g.sandboxed))
+	remembered, err := o.ask(ctx, c, q, o.sessionKey(c, !g.sandboxed))
 	if err != nil {
 		return grant{}, err
 	}
@@ -410,7 +411,7 @@ func (o *Orchestrator) retryUnsandboxed(ctx context.Context, c call, g grant, ex
 		Reason:        "retry without sandbox: " + denialLine(output),
 		Justification: c.approval.Justification, Sandbox: "none",
 	}
-	_, err := o.ask(ctx, c, q, sessionKey(c, true))
+	_, err := o.ask(ctx, c, q, o.sessionKey(c, true))
 	if err != nil {
 		o.log.Info("no retry without the sandbox", zap.String("call_id", c.id), zap.Error(err))
 	}
@@ -435,10 +436,11 @@ func denialLine(output string) string {
 // sessionKey is what allow_session remembers (SPEC §7.5): the canonical
 // command (the single plain command inside a shell wrapper, else the
 // argv), the cwd, whether it runs outside the sandbox, and for sessions
-// whether it has a terminal.
-func sessionKey(c call, unsandboxed bool) string {
+// whether it has a terminal. A shell a sandboxed command could have
+// planted is no wrapper: its argv is the key.
+func (o *Orchestrator) sessionKey(c call, unsandboxed bool) string {
 	cmd := c.argv
-	if cmds, ok := policy.PlainCommands(c.argv); ok && len(cmds) == 1 {
+	if cmds, ok := policy.PlainCommands(c.argv); ok && len(cmds) == 1 && !o.plantedFor(c)(c.argv[0]) {
 		cmd = cmds[0]
 	}
 	b, _ := json.Marshal(struct {

@@ -459,3 +459,59 @@ func TestQuestionShowsHiddenCharacters(t *testing.T) {
 		}
 	}
 }
+
+// An allow_session answer for a command does not cover the same command
+// run by a shell a sandboxed command could have planted first on PATH
+// (SPEC §7.5): the canonical command of such a call is its whole argv.
+func TestAllowSessionNotThroughAPlantedShell(t *testing.T) {
+	o := newTest(t, func(opts *Options) {
+		opts.Sandbox = SandboxPolicy{Settings: sandbox.Settings{Mode: sandbox.WorkspaceWrite, ExcludeSlashTmp: true,
+			ExcludeTmpdirEnvVar: true}, FailClosed: true}
+		opts.Policy = policy.OnRequest
+	})
+	if !o.Sandboxed() {
+		t.Skipf("no sandbox on this kernel: %s", o.Support().Describe())
+	}
+	bin := filepath.Join(o.Cwd(), "bin")
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bin, "bash"), []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c := call{argv: []string{"bash", "-c", "ls -d ."}, cwd: o.Cwd()}
+	plain := call{argv: []string{"ls", "-d", "."}, cwd: o.Cwd()}
+	if o.sessionKey(c, true) != o.sessionKey(plain, true) {
+		t.Fatal("a shell wrapper found outside the roots no longer shares its command's key")
+	}
+	o.env = append(slices.Clone(o.env), "PATH="+bin+":/usr/bin:/bin")
+	if o.sessionKey(c, true) == o.sessionKey(plain, true) {
+		t.Error("bash found first in a writable root shares the key of the command it wraps")
+	}
+}
+
+// git's own programs called directly are git, for the repository check
+// (SPEC §7.2).
+func TestDashedGitIsGit(t *testing.T) {
+	o := newTest(t, func(opts *Options) {
+		opts.Sandbox = SandboxPolicy{Settings: sandbox.Settings{Mode: sandbox.WorkspaceWrite, ExcludeSlashTmp: true,
+			ExcludeTmpdirEnvVar: true, ProtectedNames: []string{".git"}}, FailClosed: true}
+	})
+	if !o.Sandboxed() {
+		t.Skipf("no sandbox on this kernel: %s", o.Support().Describe())
+	}
+	for _, d := range []string{".git/objects", ".git/refs"} {
+		if err := os.MkdirAll(filepath.Join(o.Cwd(), "nested", d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(o.Cwd(), "nested", ".git", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(o.Cwd(), "nested")
+	for _, argv := range [][]string{{"git", "status"}, {"/usr/lib/git-core/git-status"}, {"git-upload-pack", "."}} {
+		if _, why := o.liftGit(call{argv: argv, cwd: dir}); !strings.Contains(why, "was not a protected repository") {
+			t.Errorf("%q in a repository the sandbox made: %q; want it kept in the sandbox", argv, why)
+		}
+	}
+}

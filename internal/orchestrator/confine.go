@@ -209,3 +209,28 @@ func (o *Orchestrator) startError(cmd *exec.Cmd, err error) error {
 	}
 	return &SpawnError{Program: cmd.Path, Err: err}
 }
+
+// confine decides how an authorized run is confined in the end (SPEC
+// §7.2): a run lifted out of the sandbox (by allow rules, the user's
+// approval of an escalation, or a retry without the sandbox) runs in the
+// sandbox after all when its shell would read a startup file, or its git
+// use a repository, within the sandboxed commands' reach; otherwise it
+// gets the variables that name git's repository, if any. note says why
+// it runs in the sandbox, for the model.
+func (o *Orchestrator) confine(c call, sandboxed bool) (bool, []string, string) {
+	if sandboxed || !o.Sandboxed() || o.approvals.skip {
+		return sandboxed, nil, ""
+	}
+	note := ""
+	env, why := []string(nil), o.startupWhy(c)
+	if why != "" {
+		note = "execd ran this in the sandbox: " + why + "."
+	} else if env, why = o.liftGit(c); why != "" {
+		note = "execd ran git in the sandbox: " + why + "."
+	}
+	if note != "" {
+		o.log.Info("a lifted call runs in the sandbox", zap.String("call_id", c.id), zap.String("why", why))
+		return true, nil, note
+	}
+	return false, env, ""
+}

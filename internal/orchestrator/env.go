@@ -26,13 +26,16 @@ var coreVars = []string{"HOME", "LOGNAME", "PATH", "SHELL", "USER", "USERNAME", 
 // authenticate for the user (a sandboxed command could use them without
 // reading any secret).
 var defaultExcludes = []string{"*KEY*", "*SECRET*", "*TOKEN*", "*PASSWORD*", "*PASSWD*", "*CREDENTIAL*",
-	"*PRIVATE*", "MYSQL_PWD", "*_PAT", "SSH_AUTH_SOCK", "GPG_AGENT_INFO"}
+	"*PRIVATE*", "MYSQL_PWD", "*_PWD", "*_PASS", "*_PAT", "*_AUTH", "*_AUTH_*", "BW_SESSION", "OP_SESSION_*",
+	"SSH_AUTH_SOCK", "GPG_AGENT_INFO"}
 
 // urlCredentials finds a URL with a password in its user information
 // (postgres://user:pass@host, https://:token@host), wherever in a value
 // (PIP_EXTRA_INDEX_URL may list several). A user alone (ssh://git@host)
 // is not a secret.
-var urlCredentials = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^/?#@\s]*:[^/?#@\s]*@`)
+// A data source name without a scheme (Go's MySQL driver:
+// user:pass@tcp(host)/db) counts when it starts the value or a word.
+var urlCredentials = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^/?#@\s]*:[^/?#@\s]*@|(^|[\s,;])[^\s/:@,;]+:[^\s/@,;]+@`)
 
 // secret reports whether the default excludes drop the variable.
 func secret(name, value string) bool {

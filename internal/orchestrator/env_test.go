@@ -73,10 +73,13 @@ func TestDefaultExcludes(t *testing.T) {
 		"SSH_AUTH_SOCK=/tmp/ssh-x/agent.1", "GPG_AGENT_INFO=/run/gpg:0:1",
 		"DATABASE_URL=postgres://app:hunter2@db:5432/app", "PIP_EXTRA_INDEX_URL=https://a.example/simple https://u:p@b.example/simple",
 		"REMOTE=https://:ghp_x@github.com/o/r", "MIRROR=ftp://u:@h/",
+		"BW_SESSION=s", "OP_SESSION_my=s", "SMTP_PASS=p", "REDIS_PWD=p", "NPM_CONFIG__AUTH=a", "DOCKER_AUTH_CONFIG={}",
+		"DSN=root:pw@tcp(db)/x", "DSNS=a b user:pw@host",
 	}
 	keep := []string{
 		"PWD=/w", "OLDPWD=/", "PATH=/bin", "HOME=/root", "GIT_REMOTE=ssh://git@github.com/o/r", "PROXY=http://proxy:3128",
-		"DOCS=https://example.com/a:b@c", "PATTERN=user:pass@host", "PADS=1",
+		"DOCS=https://example.com/a:b@c", "PADS=1", "GIT_AUTHOR_NAME=a", "IMAGE=docker.io/library/x:1@sha256:ab",
+		"ORIGIN=git@github.com:o/r.git", "XAUTHORITY=/x",
 	}
 	base := append(append([]string{}, drop...), keep...)
 	got := BuildEnv(base, EnvPolicy{})

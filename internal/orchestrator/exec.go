@@ -50,6 +50,10 @@ type ExecRequest struct {
 	// denied).
 	Approval Approval
 	Approver Approver
+	// SelfTest marks execd doctor's own command, which writes nothing:
+	// its launch does not count as one that could make a repository
+	// (taintRoots).
+	SelfTest bool
 }
 
 // ExecResult is the outcome of a command that was started.
@@ -129,6 +133,9 @@ func (o *Orchestrator) execOnce(ctx context.Context, req ExecRequest, c call, sa
 	}
 	cmd.Env = slices.Concat(cmd.Env, gitEnv)
 	label := o.SandboxLabel(sandboxed)
+	if label != "none" && !req.SelfTest {
+		o.taintRoots()
+	}
 	var onStart func()
 	if req.OnStart != nil {
 		onStart = func() { req.OnStart(label) }

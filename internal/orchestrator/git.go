@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"strings"
 
 	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
 
 	"github.com/execd/execd/internal/fspath"
 	"github.com/execd/execd/internal/gitrepo"
@@ -43,13 +45,22 @@ func (o *Orchestrator) recordGit() {
 			if id, ok := statID(p); ok {
 				o.gitStart[p] = id
 			}
-			if filepath.Base(p) == ".git" && p != filepath.Join(r.Path, ".git") {
-				// A submodule's: protected in every launch from now on,
+			if p != filepath.Join(r.Path, ".git") && (filepath.Base(p) == ".git" || isSubmoduleDir(r.Path, p)) {
+				// A submodule's .git, or the directory of one not
+				// initialized: protected in every launch from now on,
 				// whatever .gitmodules says then.
 				o.protectedPaths = append(o.protectedPaths, p)
 			}
 		}
 	}
+}
+
+// isSubmoduleDir reports whether p is the directory of a submodule that
+// root's .gitmodules lists (one without a .git yet, which ProtectedPaths
+// returns in its place).
+func isSubmoduleDir(root, p string) bool {
+	subs, _ := gitrepo.Submodules(root)
+	return slices.ContainsFunc(subs, func(s string) bool { return filepath.Join(root, s) == p })
 }
 
 func statID(p string) (fileID, bool) {
@@ -90,24 +101,6 @@ func (o *Orchestrator) steerable(p string) bool {
 	})
 }
 
-// confine decides how an authorized run is confined in the end (SPEC
-// §7.2): a run lifted out of the sandbox (by allow rules, the user's
-// approval of an escalation, or a retry without the sandbox) whose git
-// would use a repository within the sandboxed commands' reach runs in
-// the sandbox after all; otherwise it gets the variables that name git's
-// repository, if any.
-func (o *Orchestrator) confine(c call, sandboxed bool) (bool, []string, string) {
-	if sandboxed || !o.Sandboxed() || o.approvals.skip {
-		return sandboxed, nil, ""
-	}
-	env, why := o.liftGit(c)
-	if why != "" {
-		o.log.Info("git runs in the sandbox", zap.String("call_id", c.id), zap.String("why", why))
-		return true, nil, "execd ran git in the sandbox: " + why + "."
-	}
-	return false, env, ""
-}
-
 // liftGit decides whether the git commands of a call may run without the
 // sandbox. It returns the environment that names their repository to
 // git (GIT_DIR, GIT_WORK_TREE), or why they must run in the sandbox.
@@ -115,15 +108,19 @@ func (o *Orchestrator) liftGit(c call) (env []string, why string) {
 	all := append(policy.Commands(c.argv), policy.ScriptCommands(c.argv)...)
 	var gits [][]string
 	for _, cmd := range all {
-		if filepath.Base(cmd[0]) == "git" {
+		// git, or one of its programs called directly (git-status,
+		// /usr/lib/git-core/git-upload-pack).
+		if base := filepath.Base(cmd[0]); base == "git" {
 			gits = append(gits, cmd)
+		} else if sub, ok := strings.CutPrefix(base, "git-"); ok && sub != "" {
+			gits = append(gits, append([]string{"git", sub}, cmd[1:]...))
 		}
 	}
 	if len(gits) == 0 {
 		return nil, ""
 	}
-	if strings.Contains(strings.Join(c.argv, " "), "GIT_") {
-		return nil, "the call sets git's environment (GIT_…), which execd does not follow"
+	if strings.Contains(strings.Join(c.argv, " "), "GIT_") || policy.SetsEnvironment(c.argv) {
+		return nil, "the call sets the environment git runs in (HOME, GIT_…), which execd does not follow"
 	}
 	dirs, why := o.gitDirs(c.cwd, all)
 	if why != "" {
@@ -132,6 +129,11 @@ func (o *Orchestrator) liftGit(c call) (env []string, why string) {
 	var repo *gitrepo.Repo
 	for _, g := range gits {
 		for _, d := range dirs {
+			// git works in the physical directory (getcwd), whatever
+			// links led there.
+			if real, _, err := fspath.Resolve(fspath.Disk, d, fspath.Options{KeepMissing: true}); err == nil {
+				d = real
+			}
 			dir, extra, why := gitArgs(d, g[1:])
 			if why != "" {
 				return nil, why
@@ -146,7 +148,8 @@ func (o *Orchestrator) liftGit(c call) (env []string, why string) {
 				return nil, "it uses more than one repository"
 			}
 			repo = &r
-			if why := o.gitTrust(r, extra, subcommand(g[1:]), 0); why != "" {
+			left := maxSubmodules
+			if why := o.gitTrust(r, extra, dir, subcommand(g[1:]), 0, &left); why != "" {
 				return nil, why
 			}
 		}
@@ -215,10 +218,13 @@ func gitArgs(dir string, args []string) (string, []gitrepo.Entry, string) {
 		case a == "-C" && i+1 < len(args):
 			i++
 			if args[i] != "" {
-				dir = filepath.Join(dir, args[i])
-				if filepath.IsAbs(args[i]) {
-					dir = filepath.Clean(args[i])
+				// git changes into it: a ".." after a symlink leaves
+				// the link's target, not the link's directory.
+				real, _, err := fspath.Resolve(fspath.Disk, gitrepo.Join(dir, args[i]), fspath.Options{KeepMissing: true})
+				if err != nil {
+					return "", nil, fmt.Sprintf("git -C %s leads nowhere execd can follow: %v", args[i], err)
 				}
+				dir = real
 			}
 		case a == "-c" && i+1 < len(args):
 			i++
@@ -250,8 +256,8 @@ func subcommand(args []string) string {
 }
 
 // maxGitDepth bounds how deep submodules of submodules are checked, and
-// maxSubmodules how many one repository may have (the helper protects no
-// more).
+// maxSubmodules how many one repository may have in all (the helper
+// protects no more).
 const (
 	maxGitDepth   = 3
 	maxSubmodules = 64
@@ -263,24 +269,26 @@ const (
 // -c), the programs and hooks that configuration names, and its
 // submodules must all be out of the sandboxed commands' reach (steerable
 // false).
-func (o *Orchestrator) gitTrust(r gitrepo.Repo, extra []gitrepo.Entry, sub string, depth int) string {
+func (o *Orchestrator) gitTrust(r gitrepo.Repo, extra []gitrepo.Entry, dir, sub string, depth int, left *int) string {
 	for _, d := range []string{r.GitDir, r.CommonDir} {
 		if o.steerable(d) {
 			return fmt.Sprintf("its repository %s was not a protected repository when execd started, so a sandboxed command may have written its configuration or hooks", d)
 		}
 	}
-	entries, why := o.gitConfig(r)
+	if why := o.taintedRepo(r); why != "" {
+		return why
+	}
+	entries, why := o.gitConfig(r, extra, dir)
 	if why != "" {
 		return why
 	}
-	entries = append(entries, extra...)
 	hooksPath := ""
 	for _, e := range entries {
 		if e.Key == "core.hookspath" {
 			hooksPath = e.Value
 		}
-		if strings.HasPrefix(e.Key, "alias.") && e.Key != "alias."+sub {
-			continue // only the alias run matters
+		if strings.HasPrefix(e.Key, "alias.") && e.Key != "alias."+strings.ToLower(sub) {
+			continue // only the alias run matters (names are case-insensitive)
 		}
 		if why := o.gitEntry(r, e); why != "" {
 			return why
@@ -301,19 +309,39 @@ func (o *Orchestrator) gitTrust(r gitrepo.Repo, extra []gitrepo.Entry, sub strin
 		return ""
 	}
 	subs, err := gitrepo.Submodules(r.Worktree)
-	switch {
-	case err != nil:
+	if err != nil {
 		return fmt.Sprintf("its .gitmodules does not parse: %v", err)
-	case len(subs) > maxSubmodules:
-		return fmt.Sprintf("its .gitmodules lists %d submodules, more than the %d the sandbox protects", len(subs), maxSubmodules)
+	}
+	// git status looks into every submodule its index records, listed in
+	// .gitmodules (which sandboxed commands can write) or not.
+	links, err := r.Gitlinks()
+	if err != nil {
+		return fmt.Sprintf("its index does not show its submodules: %v", err)
+	}
+	for _, l := range links {
+		if !slices.Contains(subs, l) {
+			subs = append(subs, l)
+		}
 	}
 	for _, s := range subs {
+		if *left--; *left < 0 {
+			return fmt.Sprintf("it has more than the %d submodules the sandbox protects", maxSubmodules)
+		}
 		dir := filepath.Join(r.Worktree, s)
 		if o.steerable(filepath.Join(dir, ".git")) {
 			return fmt.Sprintf("the .git of its submodule %s was not protected when execd started", s)
 		}
 		if sr, ok := gitrepo.At(dir); ok {
-			if why := o.gitTrust(sr, nil, "", depth+1); why != "" {
+			// An absorbed submodule keeps its repository in the
+			// parent's (modules/NAME), trusted with it; one that keeps
+			// it in its working tree may have been made by a sandboxed
+			// command before it was listed anywhere.
+			modules, err1 := filepath.EvalSymlinks(filepath.Join(r.CommonDir, "modules"))
+			common, err2 := filepath.EvalSymlinks(sr.CommonDir)
+			if err1 != nil || err2 != nil || !within(common, modules) {
+				return fmt.Sprintf("its submodule %s keeps its repository in its working tree, where a sandboxed command could have made it", s)
+			}
+			if why := o.gitTrust(sr, nil, dir, "", depth+1, left); why != "" {
 				return "submodule " + s + ": " + why
 			}
 		}
@@ -355,13 +383,19 @@ func (o *Orchestrator) gitConfigFiles() []string {
 const maxIncludes = 32
 
 // gitConfig reads every configuration file git would read for r: system,
-// global, the repository's, and what they include (every include,
-// whatever its condition). A file a sandboxed command could write (or
-// create) is a reason to stay in the sandbox.
-func (o *Orchestrator) gitConfig(r gitrepo.Repo) ([]gitrepo.Entry, string) {
+// global, the repository's, and what they and extra (-c on git's command
+// line, in dir) include (every include, whatever its condition). A file a
+// sandboxed command could write (or create) is a reason to stay in the
+// sandbox.
+func (o *Orchestrator) gitConfig(r gitrepo.Repo, extra []gitrepo.Entry, dir string) ([]gitrepo.Entry, string) {
 	home, _ := lookupEnv(o.env, "HOME")
 	todo := append(o.gitConfigFiles(), r.ConfigFiles()...)
-	var out []gitrepo.Entry
+	out := slices.Clone(extra)
+	for _, e := range extra {
+		if gitrepo.KindOf(e) == gitrepo.Include {
+			todo = append(todo, gitrepo.Join(dir, gitrepo.ExpandHome(e.Value, home)))
+		}
+	}
 	for n := 0; len(todo) > 0; n++ {
 		f := todo[0]
 		todo = todo[1:]
@@ -401,12 +435,7 @@ func (o *Orchestrator) gitEntry(r gitrepo.Repo, e gitrepo.Entry) string {
 	}
 	switch gitrepo.KindOf(e) {
 	case gitrepo.Path:
-		if e.Key == "core.worktree" {
-			base = r.GitDir
-		}
-		if p := gitrepo.Join(base, gitrepo.ExpandHome(e.Value, home)); e.Key != "core.hookspath" && o.steerable(p) {
-			return fmt.Sprintf("its configuration %s = %s leads within reach of sandboxed commands", e.Key, e.Value)
-		}
+		// core.hooksPath: checked as the hooks directory.
 	case gitrepo.Command:
 		words := strings.FieldsFunc(strings.TrimPrefix(strings.TrimSpace(e.Value), "!"), func(r rune) bool {
 			return r == ' ' || r == '\t' || strings.ContainsRune(shellMeta, r)
@@ -445,4 +474,125 @@ func (o *Orchestrator) pathSteerable() bool {
 		}
 	}
 	return false
+}
+
+// A root whose .git is missing when a sandboxed command starts is one
+// where that command may make a repository, with a configuration or
+// hooks of its choosing, which every later launch then protects as the
+// user's. execd keeps such roots in the file Options.GitState, from one
+// start to the next, and trusts no repository at their top to run git
+// outside the sandbox (SPEC §7.2) until the user removes the line.
+
+// loadTaint reads the roots recorded in the state file.
+func (o *Orchestrator) loadTaint() {
+	o.tainted = map[string]bool{}
+	if o.gitState == "" {
+		return
+	}
+	b, err := os.ReadFile(o.gitState)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		o.log.Warn("git state file unreadable: no repository in a root is trusted to run git outside the sandbox",
+			zap.String("file", o.gitState), zap.Error(err))
+		o.tainted["/"] = true // within every root
+		return
+	}
+	for line := range strings.Lines(string(b)) {
+		if p := strings.TrimRight(line, "\n"); filepath.IsAbs(p) {
+			o.tainted[filepath.Clean(p)] = true
+		}
+	}
+}
+
+// taintRoots records, before a sandboxed launch, the roots whose .git is
+// missing: the command may make one.
+func (o *Orchestrator) taintRoots() {
+	if !slices.Contains(o.ProtectedNames(), ".git") {
+		return // no repository in a root is trusted (recordGit) anyway
+	}
+	for _, r := range o.roots {
+		if r.Shared {
+			continue
+		}
+		o.taintMu.Lock()
+		known := o.tainted[r.Path]
+		o.taintMu.Unlock()
+		if known {
+			continue
+		}
+		if _, err := os.Lstat(filepath.Join(r.Path, ".git")); !errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		o.taintMu.Lock()
+		o.tainted[r.Path] = true
+		o.taintMu.Unlock()
+		if err := appendLine(o.gitState, r.Path); err != nil {
+			o.log.Warn("cannot record a root without .git: it is untrusted for git until execd restarts",
+				zap.String("root", r.Path), zap.String("file", o.gitState), zap.Error(err))
+		}
+	}
+}
+
+// TaintedRoots returns the writable roots where a sandboxed command ran
+// while the root had no .git, and the file that keeps them, for execd
+// doctor.
+func (o *Orchestrator) TaintedRoots() ([]string, string) {
+	o.taintMu.Lock()
+	defer o.taintMu.Unlock()
+	var out []string
+	for r := range o.tainted {
+		out = append(out, r)
+	}
+	slices.Sort(out)
+	return out, o.gitState
+}
+
+// taintedRepo says why a repository whose working tree (or whose main
+// one, for a linked worktree) is a recorded root is not trusted, or "".
+func (o *Orchestrator) taintedRepo(r gitrepo.Repo) string {
+	dirs := []string{r.Worktree}
+	if filepath.Base(r.CommonDir) == ".git" {
+		dirs = append(dirs, filepath.Dir(r.CommonDir))
+	}
+	o.taintMu.Lock()
+	defer o.taintMu.Unlock()
+	for _, d := range dirs {
+		if d == "" {
+			continue
+		}
+		real, err := filepath.EvalSymlinks(d)
+		if err != nil {
+			real = d
+		}
+		if o.tainted[real] || o.tainted["/"] {
+			where := "by this execd"
+			if o.gitState != "" {
+				where = "in " + o.gitState + " (remove the line to trust a repository you made yourself)"
+			}
+			return fmt.Sprintf("its repository in %s was made after a sandboxed command ran there without one, so that command may have written its configuration or hooks; execd records such places %s", real, where)
+		}
+	}
+	return ""
+}
+
+// appendLine appends line to the file at path (created 0600 with its
+// directory), under an exclusive lock, never through a symlink; "" is no
+// file.
+func appendLine(path, line string) error {
+	if path == "" {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CREAT|unix.O_APPEND|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	if err := unix.Flock(fd, unix.LOCK_EX); err != nil {
+		return err
+	}
+	_, err = f.WriteString(line + "\n")
+	return err
 }

@@ -111,7 +111,7 @@ func TestGitEntry(t *testing.T) {
 		{"diff.x.textconv", "scripts/conv", true},
 		{"core.pager", "less -R", false},
 		{"alias.st", "!sh -c 'scripts/x'", true},
-		{"core.worktree", "../", true},
+		{"core.worktree", "../", false},
 		{"include.path", "x", false}, // read by gitConfig, not here
 		{"user.name", "./x", false},
 	}
@@ -125,5 +125,29 @@ func TestGitEntry(t *testing.T) {
 	o = gitTestOrchestrator(t, work, filepath.Join(work, "node_modules/.bin")+":/usr/bin")
 	if why := o.gitEntry(r, gitrepo.Entry{Key: "core.pager", Value: "less"}); !strings.Contains(why, "PATH") {
 		t.Errorf("a pager found on a PATH with a writable entry: %q; want it kept in the sandbox", why)
+	}
+}
+
+func TestShellStartup(t *testing.T) {
+	tests := []struct {
+		argv  []string
+		name  string
+		login bool
+	}{
+		{[]string{"/bin/bash", "-lc", "x"}, "bash", true},
+		{[]string{"bash", "-c", "x"}, "bash", false},
+		{[]string{"bash", "-O", "globstar", "-lc", "x"}, "bash", true},
+		{[]string{"bash", "-o", "pipefail", "-c", "x"}, "bash", false},
+		{[]string{"bash", "--login", "-c", "x"}, "bash", true},
+		{[]string{"-bash"}, "bash", true},
+		{[]string{"zsh", "-c", "x"}, "zsh", false},
+		{[]string{"dash", "-l"}, "sh", true},
+		{[]string{"bash", "script.sh", "-l"}, "bash", false},
+		{[]string{"python3", "-l"}, "", false},
+	}
+	for _, tt := range tests {
+		if name, login := shellStartup(tt.argv); name != tt.name || login != tt.login {
+			t.Errorf("shellStartup(%q) = %q, %v; want %q, %v", tt.argv, name, login, tt.name, tt.login)
+		}
 	}
 }

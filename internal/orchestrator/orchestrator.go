@@ -50,6 +50,12 @@ type Options struct {
 	AmendFile string
 	// Audit receives decisions and finished commands; nil means none.
 	Audit *audit.Log
+	// GitState is the file where execd keeps, from one start to the
+	// next, the writable roots in which a sandboxed command ran while the
+	// root had no .git (git made there later is not trusted to run
+	// outside the sandbox, SPEC §7.2); "" keeps them for this process
+	// only.
+	GitState string
 	// SkipPolicy runs every command in the sandbox without consulting the
 	// policy or asking anyone (execd sandbox, execd doctor's self-test).
 	SkipPolicy bool
@@ -77,6 +83,9 @@ type Orchestrator struct {
 	// gitStart are the parts of the protected repositories found at
 	// start, as they were then (recordGit).
 	gitStart map[string]fileID
+	gitState string          // Options.GitState
+	taintMu  sync.Mutex      // guards tainted
+	tainted  map[string]bool // guarded by taintMu: roots a sandboxed command ran in without a .git
 
 	sessions        *procstore.Store[*session]
 	sessionsRunning sync.WaitGroup // session pumps and waiters
@@ -123,6 +132,8 @@ func New(opts Options) (*Orchestrator, error) {
 	env := BuildEnv(base, opts.Env)
 	o.initSandbox(opts.Support, env)
 	o.protectedPaths = slices.Clone(opts.Sandbox.OwnFiles)
+	o.gitState = opts.GitState
+	o.loadTaint()
 	o.env = append(slices.Clip(env), o.sandboxMarkers(true)...)
 	o.bareEnv = append(slices.Clip(env), o.sandboxMarkers(false)...)
 	if o.shell.Path == "" {

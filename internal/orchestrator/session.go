@@ -206,6 +206,9 @@ func (o *Orchestrator) startSession(ctx context.Context, req SessionRequest, c c
 		return nil, err
 	}
 	cmd.Env = slices.Concat(o.environ(sandboxed, true), gitEnv)
+	if sandboxed && o.Sandboxed() {
+		o.taintRoots()
+	}
 	s, err := o.spawnSession(cmd, req, c, sandboxed)
 	if err != nil {
 		return nil, err

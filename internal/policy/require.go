@@ -31,6 +31,10 @@ type Request struct {
 	Escalated bool // sandbox_permissions = require_escalated
 	// Prefix is the model's prefix_rule proposal, if any.
 	Prefix []string
+	// Terminal: the command gets a terminal, so input typed later (to a
+	// pager's ! or an editor's :!, say) drives it and never meets the
+	// rules; they do not lift the sandbox from it.
+	Terminal bool
 	// Planted reports whether the program a command names (its argv[0],
 	// found as the shell or execd would find it: on the command's PATH,
 	// relative to its directory) could have been written by a sandboxed
@@ -116,7 +120,7 @@ func Require(rs *Rules, req Request) Requirement {
 // turn (behind env, xargs, a nested shell) is also allowed by a rule and
 // seen whole.
 func unsandboxed(rs *Rules, req Request, cmds [][]string, f form, ev Evaluation, inner seen) bool {
-	if f == heredocForm || inner.opaque || inner.partial || !allowedByRules(cmds, ev) {
+	if req.Terminal || f == heredocForm || inner.opaque || inner.partial || inner.env || !allowedByRules(cmds, ev) {
 		return false
 	}
 	if _, ok := shellInvocation(req.Argv); ok && f == wholeForm {

@@ -18,6 +18,10 @@ type runs struct {
 	// option it does not know may take the command's place, or the
 	// command comes from a file or its input).
 	opaque bool
+	// env: it runs the command in another environment or directory
+	// (env PATH=… or -i, -u, -C; sudo VAR=…), where its program and what
+	// it reads are not what the policy found.
+	env bool
 }
 
 // wrapper describes a program that runs a command given after its
@@ -37,6 +41,9 @@ type wrapper struct {
 	// script: after its operands (flock's file), -c or --command gives a
 	// shell script instead of an argv.
 	script bool
+	// changesEnv are options that change the command's environment or
+	// directory (NAME=VALUE words always do).
+	changesEnv string
 }
 
 // wrappers are the programs of that kind the policy looks through, by
@@ -44,7 +51,7 @@ type wrapper struct {
 // the command's place.
 var wrappers = map[string]wrapper{
 	"env": {valued: "uCS", flags: "i0v", longVal: []string{"--unset", "--chdir", "--split-string"},
-		longFlag: []string{"--ignore-environment", "--null", "--debug"}, assigns: true, opaque: "S"},
+		longFlag: []string{"--ignore-environment", "--null", "--debug"}, assigns: true, opaque: "S", changesEnv: "iuC"},
 	"nohup": {},
 	"timeout": {valued: "sk", flags: "v", longVal: []string{"--signal", "--kill-after"},
 		longFlag: []string{"--preserve-status", "--foreground", "--verbose"}, operands: 1},
@@ -57,7 +64,7 @@ var wrappers = map[string]wrapper{
 	"xargs": {valued: "adEILnPs", flags: "0oprtxile", longVal: []string{"--arg-file", "--delimiter", "--eof", "--replace",
 		"--max-lines", "--max-args", "--max-procs", "--max-chars", "--process-slot-var"}, longFlag: []string{"--null",
 		"--open-tty", "--interactive", "--no-run-if-empty", "--verbose", "--exit", "--show-limits"}},
-	"sudo": {valued: "ugCDhprtTU", flags: "AbEHkKnPSsilvV", longVal: []string{"--user", "--group", "--close-from", "--chdir",
+	"sudo": {valued: "ugCDhprtTU", flags: "AbEHkKnPSsilvV", changesEnv: "EDH", longVal: []string{"--user", "--group", "--close-from", "--chdir",
 		"--host", "--prompt", "--role", "--type", "--command-timeout", "--other-user"}, longFlag: []string{"--askpass",
 		"--background", "--preserve-env", "--set-home", "--reset-timestamp", "--non-interactive", "--preserve-groups",
 		"--stdin"}, assigns: true, opaque: "si", noCommand: "lvVkK"},
@@ -155,8 +162,11 @@ options:
 					i++
 				}
 				r.opaque = r.opaque || opt == "--split-string"
+				r.env = r.env || (name == "env" && (opt == "--unset" || opt == "--chdir"))
 			case !slices.Contains(w.longFlag, opt):
 				r.opaque = true
+			default:
+				r.env = r.env || opt == "--ignore-environment" || opt == "--preserve-env"
 			}
 		case len(a) < 2 || a[0] != '-':
 			break options
@@ -170,6 +180,7 @@ options:
 				case strings.IndexByte(w.noCommand, c) >= 0:
 					return r // nothing runs after these
 				}
+				r.env = r.env || strings.IndexByte(w.changesEnv, c) >= 0
 				switch {
 				case strings.IndexByte(w.valued, c) >= 0:
 					if j == len(a)-1 {
@@ -183,6 +194,7 @@ options:
 		}
 	}
 	for ; w.assigns && i < len(args) && isAssignment(args[i]); i++ {
+		r.env = true
 	}
 	i += w.operands
 	switch {

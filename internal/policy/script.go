@@ -351,6 +351,10 @@ type seen struct {
 	// partial: a script among them is not plain (§7.1), so its commands
 	// as seen are not all it does (a redirection to a file, say).
 	partial bool
+	// env: something changes the environment or directory its commands
+	// run in (an assignment, export, env PATH=…, cd), so what they run
+	// and read is not what the policy finds.
+	env     bool
 	planted func(argv0 string) bool
 }
 
@@ -379,6 +383,7 @@ func (s *seen) look(cmd []string, depth int) {
 		return
 	}
 	s.opaque = s.opaque || r.opaque
+	s.env = s.env || r.env
 	for _, c := range r.cmds {
 		s.add(c, depth+1)
 	}
@@ -415,9 +420,15 @@ func (s *seen) script(script string, depth int) {
 		s.partial = s.partial || !appendPlain(&plain, st)
 	}
 	syntax.Walk(f, func(n syntax.Node) bool {
+		if _, ok := n.(*syntax.DeclClause); ok {
+			s.env = true // export, declare, local, readonly, typeset
+		}
 		c, ok := n.(*syntax.CallExpr)
 		if !ok {
 			return true
+		}
+		if len(c.Assigns) > 0 {
+			s.env = true
 		}
 		var words []string
 		for _, w := range c.Args {
@@ -458,6 +469,23 @@ func bareName(cmd []string) ([]string, bool) {
 		return nil, false
 	}
 	return append([]string{base}, cmd[1:]...), true
+}
+
+// SetsEnvironment reports whether a call runs some of its commands in an
+// environment of its own making: a variable assignment, export and its
+// kind, unset, source, or a wrapper's NAME=VALUE, -i, -u or -C. What they
+// run and read then is not what a lookup in the call's environment finds
+// (SPEC §7.2). (cd is the caller's to follow.)
+func SetsEnvironment(argv []string) bool {
+	cmds, f := commandsOf(argv)
+	s := seenIn(argv, cmds, f, nil)
+	return s.env || slices.ContainsFunc(append(cmds, s.cmds...), func(c []string) bool {
+		switch filepath.Base(c[0]) {
+		case "export", "unset", "set", "source", ".", "declare", "typeset", "local", "readonly":
+			return true
+		}
+		return false
+	})
 }
 
 // ScriptCommands returns the commands the parser sees a call run beyond

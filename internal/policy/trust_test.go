@@ -11,8 +11,8 @@ import (
 // command could have planted.
 func TestUnsandboxedByRules(t *testing.T) {
 	rules := rulesOf(t, `
-prefix_rule(pattern=[["cat", "echo", "ls", "sort", "tee", "sed", "find", "dd", "uniq", "curl", "env", "printf"]], decision="allow")
-prefix_rule(pattern=["git", ["add", "diff", "status", "log"]], decision="allow")
+prefix_rule(pattern=[["cat", "echo", "ls", "sort", "tee", "sed", "find", "dd", "uniq", "curl", "env", "printf", "awk", "tar", "openssl"]], decision="allow")
+prefix_rule(pattern=["git", ["add", "diff", "status", "log", "grep", "-C"]], decision="allow")
 prefix_rule(pattern=["bash", "-c"], decision="allow")
 prefix_rule(pattern=["bash", "-lc"], decision="allow")
 `)
@@ -42,16 +42,24 @@ prefix_rule(pattern=["bash", "-lc"], decision="allow")
 		{bashLc("ls > $OUT"), nil, false},
 		{bashLc("git add -A && git status"), nil, true},
 		{bashLc("git add -A && git diff --output=/etc/x"), nil, false},
-		{bashLc("git log -o /tmp/x"), nil, false},
+		{bashLc("git log --out=/tmp/x"), nil, false},
+		{bashLc("git grep -O./p hello"), nil, false},
+		{bashLc("git -C x log --ext-diff"), nil, false},
 		{bashLc("sort x"), nil, true},
 		{bashLc("sort -o ~/.bashrc x"), nil, false},
 		{bashLc("sort -uo f x"), nil, false},
 		{bashLc("sort --output=f x"), nil, false},
+		{bashLc("sort --out=f x"), nil, false},
+		{bashLc("sort --o f x"), nil, false},
 		{bashLc("tee /etc/x"), nil, false},
 		{bashLc("echo x | tee"), nil, true},
 		{bashLc("sed -n 1p f"), nil, true},
 		{bashLc("sed -i s/a/b/ f"), nil, false},
 		{bashLc("sed 'w /etc/x' f"), nil, false},
+		{bashLc("sed --in-pl s/a/b/ f"), nil, false},
+		{bashLc("sed --expr='w /etc/x' f"), nil, false},
+		{bashLc("sed -n -e p -ne 'w /etc/x' f"), nil, false},
+		{bashLc("sed -n -E 1,2p f"), nil, true},
 		{bashLc("find . -name x"), nil, true},
 		{bashLc("find . -fprint /etc/x"), nil, false},
 		{bashLc("dd if=a of=/etc/x"), nil, false},
@@ -59,6 +67,7 @@ prefix_rule(pattern=["bash", "-lc"], decision="allow")
 		{bashLc("uniq a b"), nil, false},
 		{bashLc("curl -fsSL https://example.com"), nil, true},
 		{bashLc("curl -fsSLo x https://example.com"), nil, false},
+		{bashLc("curl --dump-h x https://example.com"), nil, false},
 		{bashLc("env echo x"), nil, true},
 		{bashLc("env rm x"), nil, false}, // rm is not allowed by a rule
 		{bashLc("env -S 'echo x'"), nil, false},
@@ -72,6 +81,19 @@ prefix_rule(pattern=["bash", "-lc"], decision="allow")
 		{[]string{"./tool", "x"}, plantedCat, false},
 		{bashLc("ls"), func(n string) bool { return n == "bash" }, false},
 		{bashLc("printf x > /dev/null"), nil, true},
+		{bashLc("awk '{print $1}' f"), nil, true},
+		{bashLc("awk -W interactive 'BEGIN{print 1}'"), nil, false},
+		{bashLc("awk '{print > \"/etc/x\"}' f"), nil, false},
+		{bashLc("tar -tf a.tar"), nil, true},
+		{bashLc("tar tzvf a.tgz"), nil, true},
+		{bashLc("tar -tf a.tar --checkpoint=1 --checkpoint-action=exec=id"), nil, false},
+		{bashLc("tar -xf a.tar"), nil, false},
+		{bashLc("openssl x509 -in c.pem -noout -text"), nil, true},
+		{bashLc("openssl genrsa --out k.pem"), nil, false},
+		{bashLc("openssl rand -writerand /etc/x 4"), nil, false},
+		{bashLc("env PATH=/w/bin ls"), nil, false},
+		{bashLc("env -C /w ls"), nil, false},
+		{bashLc("env -i ls"), nil, false},
 	}
 	for _, tt := range tests {
 		r := Require(rules, Request{Argv: tt.argv, Policy: OnRequest, Sandboxed: true, Planted: tt.planted})

@@ -29,7 +29,9 @@ func WritesFiles(argv []string) bool {
 	case "uniq", "xxd":
 		return len(operands(args)) > 1 // uniq IN OUT
 	case "git":
-		return hasOption(args, "o", "--output") || hasOption(args, "", "--output-directory")
+		return gitWrites(args)
+	case "tar", "bsdtar", "gtar":
+		return tarWrites(args)
 	case "find":
 		return slices.ContainsFunc(args, func(a string) bool { return slices.Contains(unsafeFindOptions, a) })
 	case "sed":
@@ -55,7 +57,12 @@ func WritesFiles(argv []string) bool {
 	case "gpg", "gpg2":
 		return hasOption(args, "o", "--output")
 	case "openssl":
-		return slices.ContainsFunc(args, func(a string) bool { return a == "-out" || a == "-keyout" })
+		// Files it writes, and engines and providers, which are code.
+		return slices.ContainsFunc(args, func(a string) bool {
+			opt, _, _ := strings.Cut(strings.TrimPrefix(a, "-"), "=")
+			return slices.Contains([]string{"-out", "-keyout", "-writerand", "-engine", "-provider", "-provider-path"}, opt) ||
+				slices.Contains([]string{"out", "keyout", "writerand", "engine", "provider", "provider-path"}, opt)
+		})
 	case "less":
 		return hasOption(args, "o", "--log-file") || hasOption(args, "O", "--LOG-FILE")
 	case "yq":
@@ -68,13 +75,15 @@ func WritesFiles(argv []string) bool {
 
 // hasOption reports whether args give the short option s (alone, with a
 // value attached, or inside a cluster: -uo F) or the long option long
-// (alone or with =value). Either may be "".
+// (alone or with =value, or abbreviated: GNU programs take any
+// unambiguous prefix, --out for --output). Either may be "".
 func hasOption(args []string, s, long string) bool {
 	for _, a := range args {
+		opt, _, _ := strings.Cut(a, "=")
 		switch {
 		case a == "--":
 			return false
-		case long != "" && (a == long || strings.HasPrefix(a, long+"=")):
+		case long != "" && len(opt) > 2 && strings.HasPrefix(opt, "--") && strings.HasPrefix(long, opt):
 			return true
 		case s != "" && len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.Contains(a[1:], s):
 			return true
@@ -85,49 +94,171 @@ func hasOption(args []string, s, long string) bool {
 
 // sedWrites reports whether sed edits in place, reads its script from a
 // file, or has a script that may write or execute (w, W, e: any such
-// letter counts, which also stops some scripts that only read).
+// letter counts, which also stops some scripts that only read). Options
+// it does not know count too.
 func sedWrites(args []string) bool {
-	if hasOption(args, "i", "--in-place") || hasOption(args, "f", "--file") || hasOption(args, "s", "--separate") {
-		return true
-	}
-	scripts, script := []string{}, false
-	for i, a := range args {
+	var scripts []string
+	script := false // a script came from -e
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		opt, val, hasVal := strings.Cut(a, "=")
 		switch {
-		case a == "-e" || a == "--expression":
-			if i+1 < len(args) {
-				scripts = append(scripts, args[i+1])
+		case a == "--":
+			i = len(args)
+		case strings.HasPrefix(a, "--"):
+			switch long := longName(opt, "--expression", "--file", "--in-place", "--line-length", "--null-data",
+				"--quiet", "--silent", "--regexp-extended", "--separate", "--unbuffered", "--posix", "--debug",
+				"--sandbox", "--follow-symlinks", "--zero-terminated", "--binary"); long {
+			case "--expression":
+				if !hasVal && i+1 < len(args) {
+					i++
+					val = args[i]
+				}
+				scripts, script = append(scripts, val), true
+			case "--file", "--in-place", "", "--follow-symlinks":
+				return true
+			case "--line-length":
+				if !hasVal {
+					i++
+				}
 			}
-			script = true
-		case strings.HasPrefix(a, "--expression="):
-			scripts, script = append(scripts, strings.TrimPrefix(a, "--expression=")), true
-		case strings.HasPrefix(a, "-e") && len(a) > 2:
-			scripts, script = append(scripts, a[2:]), true
-		}
-	}
-	if !script {
-		if ops := operands(args); len(ops) > 0 {
-			scripts = append(scripts, ops[0])
+		case len(a) > 1 && a[0] == '-':
+			for j := 1; j < len(a); j++ {
+				switch c := a[j]; {
+				case c == 'e':
+					v := a[j+1:]
+					if v == "" && i+1 < len(args) {
+						i++
+						v = args[i]
+					}
+					scripts, script = append(scripts, v), true
+					j = len(a)
+				case c == 'l':
+					if j == len(a)-1 {
+						i++
+					}
+					j = len(a)
+				case strings.IndexByte("nErsuz", c) < 0:
+					return true // -i, -f, and what sed does not document
+				}
+			}
+		case !script:
+			scripts, script = append(scripts, a), true // the first operand is the script
 		}
 	}
 	return slices.ContainsFunc(scripts, func(s string) bool { return strings.ContainsAny(s, "wWe") })
 }
 
-// awkWrites reports whether an awk program may write or run something:
-// a redirection or pipe (print > "f", print | "sh"), system(), or a
-// program read from a file.
-func awkWrites(args []string) bool {
-	if hasOption(args, "f", "--file") || hasOption(args, "i", "--include") || hasOption(args, "", "--exec") {
-		return true
+// longName returns which of names the long option opt (maybe abbreviated)
+// is, or "" when none (or more than one: GNU refuses an ambiguous one).
+func longName(opt string, names ...string) string {
+	found := ""
+	for _, n := range names {
+		switch {
+		case opt == n:
+			return n
+		case len(opt) > 2 && strings.HasPrefix(n, opt):
+			if found != "" {
+				return ""
+			}
+			found = n
+		}
 	}
+	return found
+}
+
+// awkWrites reports whether an awk program may write or run something:
+// a redirection or pipe (print > "f", print | "sh"), system(), getline,
+// a program or library read from a file, or any option but -v and -F
+// (gawk's -W, -e, -i, -l, -E load or run code).
+func awkWrites(args []string) bool {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
 		case a == "-v" || a == "-F":
 			i++ // an assignment or a separator
+		case strings.HasPrefix(a, "-v") || strings.HasPrefix(a, "-F"):
+		case strings.HasPrefix(a, "--assign") || strings.HasPrefix(a, "--field-separator"):
+			if !strings.Contains(a, "=") {
+				i++
+			}
+		case a == "--":
 		case strings.HasPrefix(a, "-"):
+			return true
 		default:
 			return strings.ContainsAny(a, ">|") || strings.Contains(a, "system") || strings.Contains(a, "getline")
 		}
 	}
 	return false
+}
+
+// gitWrites reports whether git ARGS writes a file its options name or
+// runs a program they name: --output (and format-patch's -o and
+// --output-directory), grep's -O, the upload and receive programs of
+// fetch, clone, pull, ls-remote and push, archive's --exec and --output,
+// and the external diff and text conversion programs (--ext-diff,
+// --textconv).
+func gitWrites(args []string) bool {
+	sub, rest := "", args
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "-C" || a == "-c" {
+			i++
+			continue
+		}
+		if !strings.HasPrefix(a, "-") {
+			sub, rest = a, args[i+1:]
+			break
+		}
+	}
+	if hasOption(rest, "", "--output") || hasOption(rest, "", "--ext-diff") || hasOption(rest, "", "--textconv") ||
+		hasOption(rest, "", "--exec") || hasOption(rest, "", "--upload-pack") || hasOption(rest, "", "--receive-pack") {
+		return true
+	}
+	switch sub {
+	case "format-patch":
+		return hasOption(rest, "o", "--output-directory")
+	case "archive":
+		return hasOption(rest, "o", "")
+	case "grep":
+		return hasOption(rest, "O", "--open-files-in-pager")
+	case "fetch", "clone", "pull", "ls-remote":
+		return hasOption(rest, "u", "")
+	}
+	return false
+}
+
+// tarWrites reports whether tar does anything but list an archive: list
+// (-t, --list) with -f, -v, -z, -j, -J and their long names only.
+func tarWrites(args []string) bool {
+	list := false
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--list":
+			list = true
+		case slices.Contains([]string{"--verbose", "--gzip", "--bzip2", "--xz"}, a):
+		case a == "--file" && i+1 < len(args):
+			i++
+		case strings.HasPrefix(a, "--file="):
+		case strings.HasPrefix(a, "--"):
+			return true
+		case strings.HasPrefix(a, "-") || (i == 0 && !strings.Contains(a, "/")):
+			// Short options, or the old form whose first word is a
+			// cluster without its dash (tar tf x.tar).
+			for j, c := range strings.TrimPrefix(a, "-") {
+				switch {
+				case c == 't':
+					list = true
+				case c == 'f':
+					if j == len(strings.TrimPrefix(a, "-"))-1 {
+						i++ // the archive
+					}
+				case !strings.ContainsRune("vzjJ", c):
+					return true
+				}
+			}
+		}
+	}
+	return !list
 }

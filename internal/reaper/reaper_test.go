@@ -124,15 +124,18 @@ func TestShutdownKillsEverythingAndEscalates(t *testing.T) {
 // shutdownChild starts descendants of every kind, including ones that
 // ignore SIGTERM, and checks Shutdown leaves none.
 func shutdownChild(t *testing.T) {
-	const marker = "sleep 913.5"
+	// The scripts spell the sleep so that only the sleeps themselves
+	// carry the marker: a bash whose script mentions it would be counted
+	// before it set its trap.
+	const marker, sleep = "sleep 913.5", "sleep $((9135/10)).5"
 	r := New()
 	defer r.Close()
 	scripts := []string{
-		marker + " & " + marker + " & wait",             // group members
-		"setsid " + marker + " & exit 0",                // own session, orphaned
-		"nohup " + marker + " >/dev/null 2>&1 & exit 0", // nohup ignores SIGHUP
-		"trap '' TERM; " + marker + "; " + marker,       // ignores SIGTERM: needs SIGKILL
-		"setsid bash -c 'trap \"\" TERM; setsid " + marker + " & " + marker + "' & exit 0",
+		sleep + " & " + sleep + " & wait",              // group members
+		"setsid " + sleep + " & exit 0",                // own session, orphaned
+		"nohup " + sleep + " >/dev/null 2>&1 & exit 0", // nohup ignores SIGHUP
+		"trap '' TERM; " + sleep + "; " + sleep,        // ignores SIGTERM: needs SIGKILL
+		"setsid bash -c 'trap \"\" TERM; setsid " + sleep + " & " + sleep + "' & exit 0",
 	}
 	var waits []chan error
 	for _, s := range scripts {
@@ -144,7 +147,7 @@ func shutdownChild(t *testing.T) {
 		go func() { done <- r.Wait(cmd) }()
 		waits = append(waits, done)
 	}
-	proctest.Running(t, marker, 8, waitLimit)
+	proctest.Running(t, marker, 7, waitLimit) // every sleep: the traps are set
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
 	start := time.Now()

@@ -154,13 +154,17 @@ func pinAndProtect(p *Policy, outer, roots, inner []openRoot) error {
 			return err
 		}
 		if slices.Contains(p.ProtectedNames, ".git") {
+			pl.submodules = maxSubmodules
 			if err := pl.protectSubmodules(r.Path, 0); err != nil {
 				return err
 			}
 		}
 	}
+	// One budget for all of them, execd's own files first: the
+	// submodules execd found at start (a command may have buried them)
+	// must not make every launch slow.
+	pl.budget = pinsPerName
 	for _, path := range p.ProtectedPaths {
-		pl.budget = pinsPerName
 		if err := pl.protectBelow("/", path); err != nil {
 			return fmt.Errorf("protected path %s: %w", path, err)
 		}
@@ -169,21 +173,23 @@ func pinAndProtect(p *Policy, outer, roots, inner []openRoot) error {
 }
 
 // maxSubmoduleDepth bounds how deep submodules of submodules are
-// protected, and maxSubmodules how many of one .gitmodules: a command
-// that lists thousands must not make every later launch slow. Those past
-// the bound are left alone (execd then runs no git outside the sandbox in
-// that repository: its check finds them unprotected).
+// protected, maxSubmodules how many in all for one root, and
+// pinsPerSubmodule the new entries one may add: a command that lists
+// thousands, or buries them deep, must not make every later launch slow.
+// Those past the bounds are left alone (execd then runs no git outside
+// the sandbox in that repository: its check finds them unprotected).
 const (
 	maxSubmoduleDepth = 3
 	maxSubmodules     = 64
+	pinsPerSubmodule  = 8
 )
 
 // protectSubmodules plans to protect the .git of every submodule that the
-// .gitmodules file of the working tree dir lists, like the top one: a
-// user's git status at the top runs git in each submodule, and so its
-// fsmonitor and filters (SPEC §8.2). Paths git itself refuses (absolute,
-// or with a ".." component) are skipped; so is a .gitmodules that does
-// not parse.
+// .gitmodules file of the working tree dir lists, like the top one, or
+// the submodule's directory while it has no .git: a user's git status at
+// the top runs git in each submodule, and so its fsmonitor and filters
+// (SPEC §8.2). Paths git itself refuses (absolute, or with a ".."
+// component) are skipped; so is a .gitmodules that does not parse.
 func (pl *plan) protectSubmodules(dir string, depth int) error {
 	if depth >= maxSubmoduleDepth {
 		return nil
@@ -192,14 +198,23 @@ func (pl *plan) protectSubmodules(dir string, depth int) error {
 	if err != nil {
 		return nil
 	}
-	for _, sub := range subs[:min(len(subs), maxSubmodules)] {
+	for _, sub := range subs {
 		if filepath.IsAbs(sub) || slices.Contains(strings.Split(sub, "/"), "..") {
 			continue
 		}
-		pl.budget = pinsPerName
-		path := filepath.Join(dir, sub, ".git")
-		if err := pl.protectBelow(dir, filepath.Join(sub, ".git")); err != nil {
-			return fmt.Errorf("protected path %s: %w", path, err)
+		if pl.submodules--; pl.submodules < 0 {
+			return nil
+		}
+		pl.budget = pinsPerSubmodule
+		// An uninitialized submodule has no .git yet: its (empty)
+		// directory is kept read-only instead, so that none is made.
+		rel := filepath.Join(sub, ".git")
+		var st unix.Stat_t
+		if err := unix.Lstat(filepath.Join(dir, rel), &st); errors.Is(err, unix.ENOENT) {
+			rel = sub
+		}
+		if err := pl.protectBelow(dir, rel); err != nil {
+			return fmt.Errorf("protected path %s: %w", filepath.Join(dir, rel), err)
 		}
 		if err := pl.protectSubmodules(filepath.Join(dir, sub), depth+1); err != nil {
 			return err
@@ -222,9 +237,11 @@ func (pl *plan) protectBelow(dir, rel string) error {
 	if err := unix.Lstat(gitrepo.Join(dir, rel), &st); unreachable(err) {
 		return nil // nothing there: nothing to pin the way to
 	}
+	mark := len(pl.added)
 	parent, _, err := pl.walk(dir, parentRel)
 	switch {
 	case errors.Is(err, errSkip):
+		pl.dropIfOverBudget(mark)
 		return nil
 	case err != nil:
 		return err
@@ -235,6 +252,10 @@ func (pl *plan) protectBelow(dir, rel string) error {
 			return fmt.Errorf("%s: %w", d, err)
 		}
 		pl.add(d, &st, false)
+	}
+	if pl.budget < 0 {
+		pl.dropIfOverBudget(mark) // too deep: left alone
+		return nil
 	}
 	return pl.protectName(Root{Path: parent}, name, filepath.Join(parent, name))
 }
@@ -315,6 +336,9 @@ type plan struct {
 	entries map[string]*planned
 	budget  int      // new entries the protected name being planned may still add
 	added   []string // the new entries, in order
+	// submodules is how many more submodules of the root being planned
+	// may be protected.
+	submodules int
 }
 
 // planned is an entry to pin, as it was when found.

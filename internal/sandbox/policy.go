@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -163,11 +164,19 @@ func ProtectedPaths(roots, names, paths []string) []string {
 			}
 		}
 	}
+	left := 0 // submodules that may still be protected, as the helper (maxSubmodules)
 	var submodules func(dir string, depth int)
 	submodules = func(dir string, depth int) {
 		subs, _ := gitrepo.Submodules(dir)
-		for _, sub := range subs[:min(len(subs), 64)] { // as the helper (maxSubmodules)
+		for _, sub := range subs {
 			if depth < 3 && !filepath.IsAbs(sub) && !slices.Contains(strings.Split(sub, "/"), "..") {
+				if left--; left < 0 {
+					return
+				}
+				if _, err := os.Lstat(filepath.Join(dir, sub, ".git")); errors.Is(err, os.ErrNotExist) {
+					entry(dir, filepath.Join(dir, sub)) // uninitialized: its directory, as the helper
+					continue
+				}
 				entry(filepath.Join(dir, sub), filepath.Join(dir, sub, ".git"))
 				submodules(filepath.Join(dir, sub), depth+1)
 			}
@@ -181,6 +190,7 @@ func ProtectedPaths(roots, names, paths []string) []string {
 			entry(root, filepath.Join(root, name))
 		}
 		if slices.Contains(names, ".git") {
+			left = 64
 			submodules(root, 0)
 		}
 	}

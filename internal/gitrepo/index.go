@@ -1,0 +1,175 @@
+package gitrepo
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// gitlinkMode is the mode of an index entry that is a submodule (a
+// commit of another repository, checked out at its path).
+const gitlinkMode = 0o160000
+
+// ErrSplitIndex is an index split in two files (core.splitIndex), which
+// Gitlinks does not read.
+var ErrSplitIndex = errors.New("the index is split (core.splitIndex)")
+
+// Gitlinks returns the paths of the submodules the repository's index
+// records (entries of mode 160000), which git status and diff look into
+// whatever .gitmodules says. A repository without an index has none.
+// It reads the index format git-scm.com/docs/index-format documents,
+// versions 2 to 4, with SHA-1 or SHA-256 object names
+// (extensions.objectFormat).
+func (r Repo) Gitlinks() ([]string, error) {
+	hashLen := 20
+	entries, err := ReadConfig(filepath.Join(r.CommonDir, "config"))
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range entries {
+		if e.Key == "extensions.objectformat" && strings.EqualFold(e.Value, "sha256") {
+			hashLen = 32
+		}
+	}
+	fd, err := unix.Open(filepath.Join(r.GitDir, "index"), unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open the index: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), "index")
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, errors.New("the index is not a regular file")
+	}
+	return ParseGitlinks(bufio.NewReaderSize(f, 64<<10), hashLen)
+}
+
+// maxPath bounds a path in the index.
+const maxPath = 64 << 10
+
+// ParseGitlinks reads an index from r and returns the paths of its
+// gitlinks. hashLen is the length of an object name (20, or 32 for
+// SHA-256).
+func ParseGitlinks(r io.Reader, hashLen int) ([]string, error) {
+	var hdr [12]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return nil, fmt.Errorf("index header: %w", err)
+	}
+	if string(hdr[:4]) != "DIRC" {
+		return nil, errors.New("not an index (no DIRC signature)")
+	}
+	version := binary.BigEndian.Uint32(hdr[4:8])
+	if version < 2 || version > 4 {
+		return nil, fmt.Errorf("index version %d", version)
+	}
+	n := binary.BigEndian.Uint32(hdr[8:12])
+	fixed := 40 + hashLen + 2 // times, dev, ino, mode, uid, gid, size, name, flags
+	buf := make([]byte, fixed+2)
+	var links []string
+	prev := ""
+	for i := uint32(0); i < n; i++ {
+		if _, err := io.ReadFull(r, buf[:fixed]); err != nil {
+			return nil, fmt.Errorf("index entry %d: %w", i, err)
+		}
+		mode := binary.BigEndian.Uint32(buf[24:28])
+		flags := binary.BigEndian.Uint16(buf[fixed-2 : fixed])
+		size := fixed
+		if flags&0x4000 != 0 { // extended: 16 more bits of flags
+			if version < 3 {
+				return nil, fmt.Errorf("index entry %d: extended flags in version %d", i, version)
+			}
+			if _, err := io.ReadFull(r, buf[fixed:fixed+2]); err != nil {
+				return nil, fmt.Errorf("index entry %d: %w", i, err)
+			}
+			size += 2
+		}
+		var name string
+		if version == 4 {
+			strip, err := readVarint(r)
+			if err != nil || strip > uint64(len(prev)) {
+				return nil, fmt.Errorf("index entry %d: bad path prefix", i)
+			}
+			suffix, err := readCString(r)
+			if err != nil {
+				return nil, fmt.Errorf("index entry %d: %w", i, err)
+			}
+			name = prev[:len(prev)-int(strip)] + suffix
+		} else {
+			s, err := readCString(r)
+			if err != nil {
+				return nil, fmt.Errorf("index entry %d: %w", i, err)
+			}
+			name = s
+			// Entries are padded with 1 to 8 NULs to a multiple of 8;
+			// readCString took the first.
+			pad := 8 - (size+len(s))%8
+			if _, err := io.CopyN(io.Discard, r, int64(pad-1)); err != nil {
+				return nil, fmt.Errorf("index entry %d: %w", i, err)
+			}
+		}
+		if mode&0o170000 == gitlinkMode {
+			links = append(links, name)
+		}
+		prev = name
+	}
+	// Extensions: a split index names the shared one, with the rest.
+	for {
+		var ext [8]byte
+		if _, err := io.ReadFull(r, ext[:]); err != nil {
+			return links, nil // the checksum, or the end
+		}
+		if string(ext[:4]) == "link" {
+			return nil, ErrSplitIndex
+		}
+		if l := binary.BigEndian.Uint32(ext[4:]); l > 1<<30 {
+			return links, nil // the checksum and what follows it is not an extension
+		} else if _, err := io.CopyN(io.Discard, r, int64(l)); err != nil {
+			return links, nil
+		}
+	}
+}
+
+func readVarint(r io.Reader) (uint64, error) {
+	// git's offset encoding (varint.c): each further byte adds one first.
+	var b [1]byte
+	if _, err := io.ReadFull(r, b[:]); err != nil {
+		return 0, err
+	}
+	v := uint64(b[0] & 0x7f)
+	for n := 0; b[0]&0x80 != 0; n++ {
+		if n > 9 {
+			return 0, errors.New("varint too long")
+		}
+		if _, err := io.ReadFull(r, b[:]); err != nil {
+			return 0, err
+		}
+		v = ((v + 1) << 7) | uint64(b[0]&0x7f)
+	}
+	return v, nil
+}
+
+func readCString(r io.Reader) (string, error) {
+	var sb strings.Builder
+	var b [1]byte
+	for {
+		if _, err := io.ReadFull(r, b[:]); err != nil {
+			return "", err
+		}
+		if b[0] == 0 {
+			return sb.String(), nil
+		}
+		if sb.Len() >= maxPath {
+			return "", errors.New("path too long")
+		}
+		sb.WriteByte(b[0])
+	}
+}
