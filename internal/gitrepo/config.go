@@ -29,18 +29,14 @@ const maxConfig = 4 << 20
 // no entries. It never blocks on a FIFO put there (O_NONBLOCK, and only
 // a regular file is read). Errors are git's: a line it would reject.
 func ReadConfig(path string) ([]Entry, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	f, err := openRegular(path, 0)
 	if errors.Is(err, unix.ENOENT) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+		return nil, err
 	}
-	f := os.NewFile(uintptr(fd), path)
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", path)
-	}
 	b, err := io.ReadAll(io.LimitReader(f, maxConfig+1))
 	if err != nil {
 		return nil, err

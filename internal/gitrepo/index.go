@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -38,18 +37,14 @@ func (r Repo) Gitlinks() ([]string, error) {
 			hashLen = 32
 		}
 	}
-	fd, err := unix.Open(filepath.Join(r.GitDir, "index"), unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	f, err := openRegular(filepath.Join(r.GitDir, "index"), 0)
 	if errors.Is(err, unix.ENOENT) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("open the index: %w", err)
+		return nil, err
 	}
-	f := os.NewFile(uintptr(fd), "index")
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil, errors.New("the index is not a regular file")
-	}
 	return ParseGitlinks(bufio.NewReaderSize(f, 64<<10), hashLen)
 }
 

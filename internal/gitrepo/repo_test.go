@@ -13,23 +13,7 @@ import (
 // worktree, a submodule, a bare repository, a .git symlink, nested
 // repositories, and none.
 func TestFindLikeGit(t *testing.T) {
-	gitBin, err := exec.LookPath("git")
-	if err != nil {
-		t.Skip("git is not installed")
-	}
-	base, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	git := func(dir string, args ...string) (string, error) {
-		cmd := exec.Command(gitBin, args...)
-		cmd.Dir = dir
-		cmd.Env = []string{"HOME=" + base, "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x",
-			"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x", "GIT_CEILING_DIRECTORIES=" + filepath.Dir(base),
-			"GIT_ALLOW_PROTOCOL=file", "PATH=/usr/bin:/bin"}
-		out, err := cmd.CombinedOutput()
-		return strings.TrimSpace(string(out)), err
-	}
+	base, git := gitLab(t)
 	must := func(dir string, args ...string) {
 		t.Helper()
 		if out, err := git(dir, args...); err != nil {
@@ -46,7 +30,7 @@ func TestFindLikeGit(t *testing.T) {
 	must(base, "init", "-q", "--bare", "bare.git")
 	must(base, "init", "-q", "lib")
 	must(filepath.Join(base, "lib"), "commit", "-q", "--allow-empty", "-m", "lib")
-	must(main, "-c", "protocol.file.allow=always", "submodule", "add", "-q", "../lib", "sub")
+	must(main, "submodule", "add", "-q", "../lib", "sub")
 	must(main, "init", "-q", "a/nested")
 	if err := os.MkdirAll(filepath.Join(base, "link"), 0o755); err != nil {
 		t.Fatal(err)
@@ -79,6 +63,30 @@ func TestFindLikeGit(t *testing.T) {
 	}
 }
 
+// gitLab is a directory for repositories, and a runner of real git in
+// it (skipping the test where git is missing) that reads no
+// configuration but the directory's and lets submodules clone locally.
+func gitLab(t *testing.T) (string, func(dir string, args ...string) (string, error)) {
+	t.Helper()
+	gitBin, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("git is not installed")
+	}
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return base, func(dir string, args ...string) (string, error) {
+		cmd := exec.Command(gitBin, append([]string{"-c", "protocol.file.allow=always"}, args...)...)
+		cmd.Dir = dir
+		cmd.Env = []string{"HOME=" + base, "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x",
+			"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x", "GIT_CEILING_DIRECTORIES=" + filepath.Dir(base),
+			"PATH=/usr/bin:/bin"}
+		out, err := cmd.CombinedOutput()
+		return strings.TrimSpace(string(out)), err
+	}
+}
+
 // clean resolves symlinks and dots, as git's absolute paths have them.
 func clean(p string) string {
 	if r, err := filepath.EvalSymlinks(p); err == nil {
@@ -90,25 +98,14 @@ func clean(p string) string {
 // Gitlinks agrees with git ls-files on the submodules an index records,
 // in each index version, and refuses a split index.
 func TestGitlinksLikeGit(t *testing.T) {
-	gitBin, err := exec.LookPath("git")
-	if err != nil {
-		t.Skip("git is not installed")
-	}
-	base, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	base, run := gitLab(t)
 	git := func(dir string, args ...string) string {
 		t.Helper()
-		cmd := exec.Command(gitBin, append([]string{"-c", "protocol.file.allow=always"}, args...)...)
-		cmd.Dir = dir
-		cmd.Env = []string{"HOME=" + base, "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x",
-			"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x", "PATH=/usr/bin:/bin"}
-		out, err := cmd.CombinedOutput()
+		out, err := run(dir, args...)
 		if err != nil {
 			t.Fatalf("git %v: %v: %s", args, err, out)
 		}
-		return string(out)
+		return out + "\n"
 	}
 	git(base, "init", "-q", "lib")
 	git(filepath.Join(base, "lib"), "commit", "-q", "--allow-empty", "-m", "lib")
