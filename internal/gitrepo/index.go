@@ -48,13 +48,19 @@ func (r Repo) Gitlinks() ([]string, error) {
 	return ParseGitlinks(bufio.NewReaderSize(f, 64<<10), hashLen)
 }
 
-// maxPath bounds a path in the index.
-const maxPath = 64 << 10
+// maxPath bounds a path in the index, and maxGitlinks the submodules
+// one may record: an index is read for trust, and one a sandboxed
+// command wrote must cost execd little.
+const (
+	maxPath     = 64 << 10
+	maxGitlinks = 1 << 10
+)
 
 // ParseGitlinks reads an index from r and returns the paths of its
 // gitlinks. hashLen is the length of an object name (20, or 32 for
 // SHA-256).
-func ParseGitlinks(r io.Reader, hashLen int) ([]string, error) {
+func ParseGitlinks(in io.Reader, hashLen int) ([]string, error) {
+	r := bufio.NewReader(in) // in itself when it is one
 	var hdr [12]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		return nil, fmt.Errorf("index header: %w", err)
@@ -70,7 +76,7 @@ func ParseGitlinks(r io.Reader, hashLen int) ([]string, error) {
 	fixed := 40 + hashLen + 2 // times, dev, ino, mode, uid, gid, size, name, flags
 	buf := make([]byte, fixed+2)
 	var links []string
-	prev := ""
+	var name []byte // this entry's path, and the last one's (version 4 builds on it)
 	for i := uint32(0); i < n; i++ {
 		if _, err := io.ReadFull(r, buf[:fixed]); err != nil {
 			return nil, fmt.Errorf("index entry %d: %w", i, err)
@@ -87,34 +93,33 @@ func ParseGitlinks(r io.Reader, hashLen int) ([]string, error) {
 			}
 			size += 2
 		}
-		var name string
 		if version == 4 {
 			strip, err := readVarint(r)
-			if err != nil || strip > uint64(len(prev)) {
+			if err != nil || strip > uint64(len(name)) {
 				return nil, fmt.Errorf("index entry %d: bad path prefix", i)
 			}
-			suffix, err := readCString(r)
-			if err != nil {
+			name = name[:len(name)-int(strip)]
+			if name, err = appendCString(name, r); err != nil {
 				return nil, fmt.Errorf("index entry %d: %w", i, err)
 			}
-			name = prev[:len(prev)-int(strip)] + suffix
 		} else {
-			s, err := readCString(r)
-			if err != nil {
+			var err error
+			if name, err = appendCString(name[:0], r); err != nil {
 				return nil, fmt.Errorf("index entry %d: %w", i, err)
 			}
-			name = s
 			// Entries are padded with 1 to 8 NULs to a multiple of 8;
-			// readCString took the first.
-			pad := 8 - (size+len(s))%8
+			// appendCString took the first.
+			pad := 8 - (size+len(name))%8
 			if _, err := io.CopyN(io.Discard, r, int64(pad-1)); err != nil {
 				return nil, fmt.Errorf("index entry %d: %w", i, err)
 			}
 		}
 		if mode&0o170000 == gitlinkMode {
-			links = append(links, name)
+			if len(links) == maxGitlinks {
+				return nil, fmt.Errorf("the index records more than %d submodules", maxGitlinks)
+			}
+			links = append(links, string(name))
 		}
-		prev = name
 	}
 	// Extensions: a split index names the shared one, with the rest.
 	for {
@@ -133,38 +138,39 @@ func ParseGitlinks(r io.Reader, hashLen int) ([]string, error) {
 	}
 }
 
-func readVarint(r io.Reader) (uint64, error) {
+func readVarint(r io.ByteReader) (uint64, error) {
 	// git's offset encoding (varint.c): each further byte adds one first.
-	var b [1]byte
-	if _, err := io.ReadFull(r, b[:]); err != nil {
+	b, err := r.ReadByte()
+	if err != nil {
 		return 0, err
 	}
-	v := uint64(b[0] & 0x7f)
-	for n := 0; b[0]&0x80 != 0; n++ {
+	v := uint64(b & 0x7f)
+	for n := 0; b&0x80 != 0; n++ {
 		if n > 9 {
 			return 0, errors.New("varint too long")
 		}
-		if _, err := io.ReadFull(r, b[:]); err != nil {
+		if b, err = r.ReadByte(); err != nil {
 			return 0, err
 		}
-		v = ((v + 1) << 7) | uint64(b[0]&0x7f)
+		v = ((v + 1) << 7) | uint64(b&0x7f)
 	}
 	return v, nil
 }
 
-func readCString(r io.Reader) (string, error) {
-	var sb strings.Builder
-	var b [1]byte
+// appendCString appends to b the bytes of r up to a NUL (not included);
+// the path it makes may not exceed maxPath.
+func appendCString(b []byte, r io.ByteReader) ([]byte, error) {
 	for {
-		if _, err := io.ReadFull(r, b[:]); err != nil {
-			return "", err
+		c, err := r.ReadByte()
+		if err != nil {
+			return nil, err
 		}
-		if b[0] == 0 {
-			return sb.String(), nil
+		if c == 0 {
+			return b, nil
 		}
-		if sb.Len() >= maxPath {
-			return "", errors.New("path too long")
+		if len(b) >= maxPath {
+			return nil, errors.New("path too long")
 		}
-		sb.WriteByte(b[0])
+		b = append(b, c)
 	}
 }

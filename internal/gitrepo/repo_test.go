@@ -1,6 +1,9 @@
 package gitrepo
 
 import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -160,4 +163,41 @@ func FuzzGitlinks(f *testing.F) {
 		}
 		_, _ = ParseGitlinks(strings.NewReader(string(b)), n)
 	})
+}
+
+// v4Index is an index of version 4 with one gitlink entry for each
+// (strip, suffix) pair.
+func v4Index(entries [][2]any) []byte {
+	b := []byte("DIRC\x00\x00\x00\x04")
+	b = binary.BigEndian.AppendUint32(b, uint32(len(entries)))
+	for _, e := range entries {
+		fixed := make([]byte, 40+20+2)
+		binary.BigEndian.PutUint32(fixed[24:28], gitlinkMode)
+		b = append(b, fixed...)
+		b = append(b, byte(e[0].(int))) // strip < 128: one byte
+		b = append(b, e[1].(string)...)
+		b = append(b, 0)
+	}
+	return b
+}
+
+// An index a sandboxed command wrote costs execd little to read: a
+// version 4 path that grows with each entry (each suffix short, none
+// stripped) is bounded as a whole, and so are the gitlinks kept.
+func TestGitlinksBounded(t *testing.T) {
+	suffix := strings.Repeat("a", 40<<10)
+	_, err := ParseGitlinks(bytes.NewReader(v4Index([][2]any{{0, suffix}, {0, suffix}})), 20)
+	if err == nil || !strings.Contains(err.Error(), "path too long") {
+		t.Errorf("a path of 80 KiB built from two suffixes: err = %v, want path too long", err)
+	}
+	var many [][2]any
+	for i := range maxGitlinks + 1 {
+		many = append(many, [2]any{0, fmt.Sprint("/", i)})
+	}
+	if _, err := ParseGitlinks(bytes.NewReader(v4Index(many)), 20); err == nil {
+		t.Errorf("%d gitlinks: no error", len(many))
+	}
+	if links, err := ParseGitlinks(bytes.NewReader(v4Index(many[:3])), 20); err != nil || len(links) != 3 || links[2] != "/0/1/2" {
+		t.Errorf("three gitlinks: %q, %v; want their paths built on each other", links, err)
+	}
 }
