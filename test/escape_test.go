@@ -1064,7 +1064,7 @@ prefix_rule(pattern=["cd"], decision="allow")`
 		cs5 := connect(t, cmd, nil, &mcp.ClientSessionOptions{ProtocolVersion: "2025-06-18"})
 		_, text, _ = callTool(t, cs5, "shell_command", map[string]any{"command": "git status", "login": false})
 		h.absent(filepath.Join(outside, "fresh"))
-		if !strings.Contains(text, "made after a sandboxed command ran there without one") {
+		if !strings.Contains(text, "where a sandboxed command ran while there was no .git") {
 			t.Errorf("git status at the next start: %q; want it in the sandbox, saying why", text)
 		}
 		// A repository protected since execd started, configured by the
@@ -1253,6 +1253,91 @@ func TestEscapeLoginProfile(t *testing.T) {
 		h.absent(filepath.Join(outside, "profile"))
 		if !strings.Contains(text, "Note: execd ran this in the sandbox: its shell reads") {
 			t.Errorf("ls through a login shell: %q; want a note saying why it ran in the sandbox", text)
+		}
+	})
+}
+
+// A repository a sandboxed command made while nothing protected it is
+// not trusted by a later execd that finds it protected (SPEC §7.2): a
+// nested repository listed in .gitmodules only afterwards, a bare
+// repository a root's new .git file points to, and a .git that is
+// itself a writable root, which the helper leaves writable.
+func TestEscapeGitMadeEarlier(t *testing.T) {
+	asEachUser(t, func(t *testing.T, h *sandboxHost) {
+		h.needProtection()
+		outside := h.path("outside")
+		h.mkdir(outside)
+		hook := func(marker string) string { return "touch " + filepath.Join(outside, marker) + "; false" }
+		rules := `prefix_rule(pattern=["git", ["status", "log"]], decision="allow")`
+		call := func(cs *mcp.ClientSession, workdir, command string) string {
+			t.Helper()
+			args := map[string]any{"command": command, "login": false}
+			if workdir != "" {
+				args["workdir"] = workdir
+			}
+			_, text, _ := callTool(t, cs, "shell_command", args)
+			return text
+		}
+		h.hostSh(h.work, "git init -q && git config user.name t && git config user.email t@example.com && git commit -q --allow-empty -m init")
+
+		// A nested repository, then listed as a submodule.
+		cs := h.serve(noTmp, rules, nil)
+		call(cs, "", "git init -q sub && git -C sub config core.fsmonitor '"+hook("nested")+"' && "+
+			"printf '[submodule \"sub\"]\\n\\tpath = sub\\n\\turl = ./sub\\n' > .gitmodules")
+		cs = h.serve(noTmp, rules, nil) // the next start: sub/.git is protected now
+		if text := call(cs, "sub", "git status"); !strings.Contains(text, "neither a root's own nor a submodule's kept in one") {
+			t.Errorf("git status in a nested repository listed later: %q; want it in the sandbox, saying why", text)
+		}
+		h.absent(filepath.Join(outside, "nested"))
+
+		// .git a writable root of its own.
+		cs = h.serve(noTmp+"writable_roots = ["+strconvQuote(filepath.Join(h.work, ".git"))+"]\n", rules, nil)
+		call(cs, "", "git config core.fsmonitor '"+hook("writable")+"'")
+		call(cs, "", "git status")
+		h.absent(filepath.Join(outside, "writable"))
+
+		// A root without .git, given one pointing to a bare repository
+		// the sandbox made inside it.
+		fresh := h.path("fresh")
+		h.mkdir(fresh)
+		serveIn := func(dir string) *mcp.ClientSession {
+			cmd := h.command(noTmp+"\n[rules]\nfiles = ["+strconvQuote(h.path("test.rules"))+"]\n", "serve")
+			cmd.Args[len(cmd.Args)-1] = dir // --cwd
+			cmd.Stderr = &testLog{t: t}
+			return connect(t, cmd, nil, &mcp.ClientSessionOptions{ProtocolVersion: "2025-06-18"})
+		}
+		cs = serveIn(fresh)
+		call(cs, "", "git init -q --bare x/repo.git && mkdir t && echo hi > t/a && "+
+			"git --git-dir=x/repo.git --work-tree=t add a && git --git-dir=x/repo.git --work-tree=t -c user.name=t -c user.email=t@e commit -qm a && "+
+			"echo '* diff=x' > x/repo.git/info/attributes && git --git-dir=x/repo.git config diff.x.textconv '"+hook("bare")+"' && "+
+			"echo 'gitdir: x/repo.git' > .git")
+		cs = serveIn(fresh)
+		if text := call(cs, "x/repo.git", "git log -p"); !strings.Contains(text, "where a sandboxed command ran while there was no .git") {
+			t.Errorf("git log in a bare repository made in a root without .git: %q; want it in the sandbox, saying why", text)
+		}
+		h.absent(filepath.Join(outside, "bare"))
+	})
+}
+
+// A missing own file that a sandboxed command makes into a symlink
+// buried hundreds of directories deep is left unprotected, and only it:
+// the audit file after it stays read-only (each protected path has its
+// own budget of mounts).
+func TestEscapeOwnFileMaze(t *testing.T) {
+	asEachUser(t, func(t *testing.T, h *sandboxHost) {
+		h.needProtection()
+		cs := h.serve("[audit]\npath = \"audit.log\"\n[rules]\namend_file = \"a-amend.rules\"\n", "", nil)
+		maze := "m/" + strings.Repeat("d/", 300)
+		if res, text, _ := callTool(t, cs, "shell_command", map[string]any{"login": false,
+			"command": "mkdir -p " + maze + " && touch " + maze + "x && ln -s " + maze + "x a-amend.rules"}); res.IsError {
+			t.Fatalf("the maze: %q", text)
+		}
+		if res, text, _ := callTool(t, cs, "shell_command", map[string]any{"login": false,
+			"command": `echo '{"kind":"decision","decision":"allow_once"}' >> audit.log`}); !res.IsError {
+			t.Errorf("forging the audit file past the maze: %q; want it refused", text)
+		}
+		if b, _ := os.ReadFile(filepath.Join(h.work, "audit.log")); strings.Contains(string(b), "\n"+`{"kind":"decision","decision":"allow_once"}`) {
+			t.Error("the audit file was forged past the maze")
 		}
 	})
 }

@@ -166,6 +166,7 @@ func (o *Orchestrator) start(cmd *exec.Cmd, sandboxed bool) error {
 		Roots:          o.roots,
 		ProtectedNames: o.sandbox.ProtectedNames,
 		ProtectedPaths: o.protectedPaths,
+		SubmodulePaths: o.submodulePaths,
 	}
 	program, args, dir := cmd.Path, cmd.Args, cmd.Dir
 	launch, err := sandbox.Wrap(cmd, policy, o.support)

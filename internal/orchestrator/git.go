@@ -42,6 +42,9 @@ func (o *Orchestrator) recordGit() {
 			continue
 		}
 		for _, p := range sandbox.ProtectedPaths([]string{r.Path}, []string{".git"}, nil) {
+			if slices.ContainsFunc(o.roots, func(w sandbox.Root) bool { return within(w.Path, p) }) {
+				continue // a writable root in it: the helper leaves it writable
+			}
 			if id, ok := statID(p); ok {
 				o.gitStart[p] = id
 			}
@@ -49,18 +52,26 @@ func (o *Orchestrator) recordGit() {
 				// A submodule's .git, or the directory of one not
 				// initialized: protected in every launch from now on,
 				// whatever .gitmodules says then.
-				o.protectedPaths = append(o.protectedPaths, p)
+				o.submodulePaths = append(o.submodulePaths, p)
 			}
 		}
 	}
 }
 
 // isSubmoduleDir reports whether p is the directory of a submodule that
-// root's .gitmodules lists (one without a .git yet, which ProtectedPaths
-// returns in its place).
+// the .gitmodules of root, or of a submodule in it, lists (one without a
+// .git yet, which ProtectedPaths returns in its place).
 func isSubmoduleDir(root, p string) bool {
-	subs, _ := gitrepo.Submodules(root)
-	return slices.ContainsFunc(subs, func(s string) bool { return filepath.Join(root, s) == p })
+	for d := filepath.Dir(p); within(d, root); d = filepath.Dir(d) {
+		subs, _ := gitrepo.Submodules(d)
+		if slices.ContainsFunc(subs, func(s string) bool { return filepath.Join(d, s) == p }) {
+			return true
+		}
+		if d == filepath.Dir(d) {
+			break
+		}
+	}
+	return false
 }
 
 func statID(p string) (fileID, bool) {
@@ -127,7 +138,12 @@ func (o *Orchestrator) liftGit(c call) (env []string, why string) {
 		return nil, why
 	}
 	var repo *gitrepo.Repo
+	clones := 0
 	for _, g := range gits {
+		sub := subcommand(g[1:])
+		if sub == "clone" {
+			clones++
+		}
 		for _, d := range dirs {
 			// git works in the physical directory (getcwd), whatever
 			// links led there.
@@ -146,10 +162,13 @@ func (o *Orchestrator) liftGit(c call) (env []string, why string) {
 				continue // git finds none there, nor can one appear
 			case repo != nil && *repo != r:
 				return nil, "it uses more than one repository"
+			case sub == "init":
+				// git init takes GIT_DIR for the repository to make.
+				return nil, "git init inside a repository makes one execd cannot name to git beforehand"
 			}
 			repo = &r
 			left := maxSubmodules
-			if why := o.gitTrust(r, extra, dir, subcommand(g[1:]), 0, &left); why != "" {
+			if why := o.gitTrust(r, extra, dir, sub, 0, &left); why != "" {
 				return nil, why
 			}
 		}
@@ -158,7 +177,13 @@ func (o *Orchestrator) liftGit(c call) (env []string, why string) {
 		return nil, ""
 	}
 	env = []string{"GIT_DIR=" + repo.GitDir}
-	if repo.Worktree != "" {
+	switch {
+	case clones > 0 && clones < len(gits):
+		return nil, "it clones a repository and runs git in others, which execd cannot name to git all at once"
+	case clones > 0:
+		// git clone refuses a GIT_WORK_TREE that exists; GIT_DIR only
+		// steers what it reads before it makes the clone.
+	case repo.Worktree != "":
 		env = append(env, "GIT_WORK_TREE="+repo.Worktree)
 	}
 	return env, ""
@@ -278,6 +303,9 @@ func (o *Orchestrator) gitTrust(r gitrepo.Repo, extra []gitrepo.Entry, dir, sub 
 	if why := o.taintedRepo(r); why != "" {
 		return why
 	}
+	if why := o.homeWhy(r); why != "" {
+		return why
+	}
 	entries, why := o.gitConfig(r, extra, dir)
 	if why != "" {
 		return why
@@ -305,7 +333,7 @@ func (o *Orchestrator) gitTrust(r gitrepo.Repo, extra []gitrepo.Entry, dir, sub 
 			}
 		}
 	}
-	if r.Worktree == "" || depth >= maxGitDepth {
+	if r.Worktree == "" {
 		return ""
 	}
 	subs, err := gitrepo.Submodules(r.Worktree)
@@ -322,6 +350,9 @@ func (o *Orchestrator) gitTrust(r gitrepo.Repo, extra []gitrepo.Entry, dir, sub 
 		if !slices.Contains(subs, l) {
 			subs = append(subs, l)
 		}
+	}
+	if len(subs) > 0 && depth >= maxGitDepth {
+		return fmt.Sprintf("it has submodules deeper than the %d levels the sandbox protects", maxGitDepth)
 	}
 	for _, s := range subs {
 		if *left--; *left < 0 {
@@ -347,6 +378,34 @@ func (o *Orchestrator) gitTrust(r gitrepo.Repo, extra []gitrepo.Entry, dir, sub 
 		}
 	}
 	return ""
+}
+
+// homeWhy says why repository r, kept in a writable root, may be one a
+// sandboxed command made, or "": only a root's own repository (behind
+// its .git) and the submodules absorbed into it (its modules/) are
+// protected from the moment they exist. Any other (a nested repository,
+// a bare one, a submodule that keeps its .git directory in its working
+// tree) may have been made while nothing protected it, and protected
+// only later, once .gitmodules listed it or a .git file pointed to it.
+func (o *Orchestrator) homeWhy(r gitrepo.Repo) string {
+	common, err := filepath.EvalSymlinks(r.CommonDir)
+	if err != nil {
+		return fmt.Sprintf("its repository %s cannot be followed: %v", r.CommonDir, err)
+	}
+	if !o.inRoot(common) {
+		return ""
+	}
+	for _, root := range o.roots {
+		top, ok := gitrepo.At(root.Path)
+		if root.Shared || !ok {
+			continue
+		}
+		if tc, err := filepath.EvalSymlinks(top.CommonDir); err == nil && (common == tc || within(common, filepath.Join(tc, "modules"))) {
+			return ""
+		}
+	}
+	return fmt.Sprintf("its repository %s is in a writable root and is neither a root's own nor a submodule's kept in one (modules/), "+
+		"so a sandboxed command may have made it before it was protected", common)
 }
 
 // gitConfigFiles are git's global configuration files in the commands'
@@ -546,16 +605,13 @@ func (o *Orchestrator) TaintedRoots() ([]string, string) {
 	return out, o.gitState
 }
 
-// taintedRepo says why a repository whose working tree (or whose main
-// one, for a linked worktree) is a recorded root is not trusted, or "".
+// taintedRepo says why a repository kept in (or working in) a recorded
+// root is not trusted, or "": anything there that was protected later,
+// a sandboxed command may have made.
 func (o *Orchestrator) taintedRepo(r gitrepo.Repo) string {
-	dirs := []string{r.Worktree}
-	if filepath.Base(r.CommonDir) == ".git" {
-		dirs = append(dirs, filepath.Dir(r.CommonDir))
-	}
 	o.taintMu.Lock()
 	defer o.taintMu.Unlock()
-	for _, d := range dirs {
+	for _, d := range []string{r.Worktree, r.GitDir, r.CommonDir} {
 		if d == "" {
 			continue
 		}
@@ -563,12 +619,15 @@ func (o *Orchestrator) taintedRepo(r gitrepo.Repo) string {
 		if err != nil {
 			real = d
 		}
-		if o.tainted[real] || o.tainted["/"] {
+		for t := range o.tainted {
+			if !within(real, t) {
+				continue
+			}
 			where := "by this execd"
 			if o.gitState != "" {
 				where = "in " + o.gitState + " (remove the line to trust a repository you made yourself)"
 			}
-			return fmt.Sprintf("its repository in %s was made after a sandboxed command ran there without one, so that command may have written its configuration or hooks; execd records such places %s", real, where)
+			return fmt.Sprintf("its repository %s is in %s, where a sandboxed command ran while there was no .git, so that command may have made it or written its configuration or hooks; execd records such places %s", real, t, where)
 		}
 	}
 	return ""

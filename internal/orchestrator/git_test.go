@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -149,5 +150,115 @@ func TestShellStartup(t *testing.T) {
 		if name, login := shellStartup(tt.argv); name != tt.name || login != tt.login {
 			t.Errorf("shellStartup(%q) = %q, %v; want %q, %v", tt.argv, name, login, tt.name, tt.login)
 		}
+	}
+}
+
+// gitHere runs git in dir for a test, failing it on error.
+func gitHere(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@example.com",
+		"-c", "protocol.file.allow=always", "-c", "init.defaultBranch=main"}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git %q: %v\n%s", args, err, out)
+	}
+}
+
+// Repositories protected since start but possibly made by a sandboxed
+// command before that are not trusted (SPEC §7.2): a nested repository
+// listed in .gitmodules, one in a root where a sandboxed command ran
+// without a .git, a .git that is a writable root, submodules deeper
+// than the helper protects. And what git clone and git init take
+// GIT_DIR for decides how they are named.
+func TestGitTrustMadeEarlier(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := filepath.Join(base, "work")
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gitHere(t, base, "init", "-q", "work")
+	gitHere(t, work, "commit", "-q", "--allow-empty", "-m", "init")
+	gitHere(t, work, "init", "-q", "sub")
+	if err := os.WriteFile(filepath.Join(work, ".gitmodules"), []byte("[submodule \"sub\"]\n\tpath = sub\n\turl = ./sub\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitHere(t, work, "init", "-q", "--bare", "x/repo.git")
+	o := gitTestOrchestrator(t, work, "/usr/bin:/bin")
+
+	why := func(o *Orchestrator, dir string, argv ...string) (string, []string) {
+		env, why := o.liftGit(call{argv: argv, cwd: dir})
+		return why, env
+	}
+	if w, _ := why(o, filepath.Join(work, "sub"), "git", "status"); !strings.Contains(w, "neither a root's own nor a submodule's") {
+		t.Errorf("git status in a nested repository listed as a submodule: %q; want it kept in the sandbox", w)
+	}
+	if w, _ := why(o, work, "git", "status"); !strings.Contains(w, "keeps its repository in its working tree") {
+		t.Errorf("git status above it: %q; want it kept in the sandbox", w)
+	}
+	if err := os.Remove(filepath.Join(work, ".gitmodules")); err != nil {
+		t.Fatal(err)
+	}
+	if w, env := why(o, work, "git", "status"); w != "" || !slices.Contains(env, "GIT_WORK_TREE="+work) {
+		t.Errorf("git status in the root's own repository: %q, %q; want it named to git and lifted", w, env)
+	}
+	left := maxSubmodules
+	if err := os.WriteFile(filepath.Join(work, ".gitmodules"), []byte("[submodule \"s\"]\n\tpath = s\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	top, _ := gitrepo.Find(work)
+	if w := o.gitTrust(top, nil, work, "status", maxGitDepth, &left); !strings.Contains(w, "deeper than") {
+		t.Errorf("a repository %d levels down with submodules of its own: %q; want it kept in the sandbox", maxGitDepth, w)
+	}
+	if err := os.Remove(filepath.Join(work, ".gitmodules")); err != nil {
+		t.Fatal(err)
+	}
+
+	// git clone refuses a GIT_WORK_TREE that exists; git init takes
+	// GIT_DIR for the repository to make.
+	if w, env := why(o, work, "git", "clone", "-q", work, "c"); w != "" || !slices.Equal(env, []string{"GIT_DIR=" + filepath.Join(work, ".git")}) {
+		t.Errorf("git clone: %q, %q; want GIT_DIR alone", w, env)
+	}
+	if w, _ := why(o, work, "sh", "-c", "git clone -q x c && git status"); !strings.Contains(w, "clones a repository") {
+		t.Errorf("git clone and git status: %q; want it kept in the sandbox", w)
+	}
+	if w, _ := why(o, work, "git", "init", "-q", "n"); !strings.Contains(w, "git init inside a repository") {
+		t.Errorf("git init inside a repository: %q; want it kept in the sandbox", w)
+	}
+
+	// A root where a sandboxed command ran without a .git: nothing kept
+	// in it is trusted, a bare repository its new .git file names
+	// included.
+	fresh := filepath.Join(base, "fresh")
+	gitHere(t, base, "init", "-q", "--bare", "fresh/x/repo.git")
+	if err := os.WriteFile(filepath.Join(fresh, ".git"), []byte("gitdir: x/repo.git\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	of := gitTestOrchestrator(t, fresh, "/usr/bin:/bin")
+	if w, _ := why(of, filepath.Join(fresh, "x", "repo.git"), "git", "log"); w != "" {
+		t.Errorf("git log in the bare repository behind a root's .git: %q; want it lifted", w)
+	}
+	of.tainted = map[string]bool{fresh: true}
+	if w, _ := why(of, filepath.Join(fresh, "x", "repo.git"), "git", "log"); !strings.Contains(w, "where a sandboxed command ran while there was no .git") {
+		t.Errorf("git log in that bare repository, the root recorded: %q; want it kept in the sandbox", w)
+	}
+
+	// .git a writable root of its own: the helper leaves it writable.
+	o = gitTestOrchestrator(t, work, "/usr/bin:/bin")
+	fi, err := os.Stat(filepath.Join(work, ".git"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev, ino := sandbox.FileID(fi)
+	o.roots = append(o.roots, sandbox.Root{Path: filepath.Join(work, ".git"), Dev: dev, Ino: ino})
+	o.recordGit()
+	if w, _ := why(o, work, "git", "status"); !strings.Contains(w, "was not a protected repository") {
+		t.Errorf("git status with .git a writable root: %q; want it kept in the sandbox", w)
 	}
 }

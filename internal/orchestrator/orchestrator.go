@@ -77,9 +77,9 @@ type Orchestrator struct {
 	approvals  *approvals
 	patchMu    sync.Mutex // held by a patch from its Prepare to its Commit
 	// protectedPaths are kept read-only in every launch (Policy's
-	// ProtectedPaths): execd's own files and the .git of submodules
-	// found at start.
-	protectedPaths []string
+	// ProtectedPaths): execd's own files; and submodulePaths, the .git
+	// of submodules found at start (recordGit).
+	protectedPaths, submodulePaths []string
 	// gitStart are the parts of the protected repositories found at
 	// start, as they were then (recordGit).
 	gitStart map[string]fileID

@@ -290,7 +290,7 @@ func (o *Orchestrator) unwritable(targets []patch.Target) []string {
 			private = append(private, r.Path)
 		}
 	}
-	protected := sandbox.ProtectedPaths(private, o.sandbox.ProtectedNames, o.protectedPaths)
+	protected := sandbox.ProtectedPaths(private, o.sandbox.ProtectedNames, append(slices.Clone(o.protectedPaths), o.submodulePaths...))
 	var out []string
 	for _, t := range targets {
 		if !slices.ContainsFunc(roots, func(r string) bool { return within(t.Real, r) }) ||

@@ -22,7 +22,7 @@ type Launch struct{}
 // and the network are in the profile; there are no namespaces.
 func Wrap(cmd *exec.Cmd, p Policy, _ Support) (*Launch, error) {
 	roots := RootPaths(p.Roots)
-	profile := SeatbeltProfile(roots, ProtectedPaths(roots, p.ProtectedNames, p.ProtectedPaths), p.Network, p.UnixSockets)
+	profile := SeatbeltProfile(roots, ProtectedPaths(roots, p.ProtectedNames, append(p.ProtectedPaths, p.SubmodulePaths...)), p.Network, p.UnixSockets)
 	args := append([]string{"sandbox-exec", "-p", profile, "--", cmd.Path}, cmd.Args[1:]...)
 	cmd.Path, cmd.Args = sandboxExec, args
 	return &Launch{}, nil

@@ -160,11 +160,18 @@ func pinAndProtect(p *Policy, outer, roots, inner []openRoot) error {
 			}
 		}
 	}
-	// One budget for all of them, execd's own files first: the
-	// submodules execd found at start (a command may have buried them)
-	// must not make every launch slow.
-	pl.budget = pinsPerName
+	// A budget for each: a path a command buried (a missing own file it
+	// made a symlink through hundreds of directories, say) leaves only
+	// itself unprotected. The submodules execd found at start get a
+	// submodule's, so that many cannot make every launch slow.
 	for _, path := range p.ProtectedPaths {
+		pl.budget = pinsPerName
+		if err := pl.protectBelow("/", path); err != nil {
+			return fmt.Errorf("protected path %s: %w", path, err)
+		}
+	}
+	for _, path := range p.SubmodulePaths {
+		pl.budget = pinsPerSubmodule
 		if err := pl.protectBelow("/", path); err != nil {
 			return fmt.Errorf("protected path %s: %w", path, err)
 		}

@@ -34,9 +34,13 @@ type Policy struct {
 	ProtectedNames []string `json:"protected_names"`
 	// ProtectedPaths are absolute paths kept read-only like protected
 	// names wherever they lie inside a root: execd's own files (rules,
-	// amend, audit and config files) and the repositories it trusts
-	// (SPEC §8.2).
+	// amend, audit, config and state files; SPEC §8.2).
 	ProtectedPaths []string `json:"protected_paths,omitempty"`
+	// SubmodulePaths are kept read-only likewise: the .git of the
+	// submodules execd found at start (or their directory, when not
+	// initialized), whatever .gitmodules says now. Each may add fewer
+	// mounts than a protected path, and none takes from another's.
+	SubmodulePaths []string `json:"submodule_paths,omitempty"`
 	// Namespaces: the helper runs in new user, mount and IPC namespaces
 	// (and a network namespace when Network is false), where it makes
 	// every mount read-only but the roots and their protected paths.
