@@ -120,7 +120,7 @@ func Require(rs *Rules, req Request) Requirement {
 // turn (behind env, xargs, a nested shell) is also allowed by a rule and
 // seen whole.
 func unsandboxed(rs *Rules, req Request, cmds [][]string, f form, ev Evaluation, inner seen) bool {
-	if req.Terminal || f == heredocForm || inner.opaque || inner.partial || inner.env || !allowedByRules(cmds, ev) {
+	if req.Terminal || f == heredocForm || inner.opaque || inner.partial || inner.env || inner.grows || !allowedByRules(cmds, ev) {
 		return false
 	}
 	if _, ok := shellInvocation(req.Argv); ok && f == wholeForm {

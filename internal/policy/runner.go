@@ -22,6 +22,9 @@ type runs struct {
 	// (env PATH=… or -i, -u, -C; sudo VAR=…), where its program and what
 	// it reads are not what the policy found.
 	env bool
+	// appends: the command gets more arguments when it runs (xargs
+	// reads them from its input or a file).
+	appends bool
 }
 
 // wrapper describes a program that runs a command given after its
@@ -114,7 +117,9 @@ func runsOf(cmd []string) (runs, bool) {
 	if !ok {
 		return runs{}, false
 	}
-	return w.parse(name, cmd[1:]), true
+	r := w.parse(name, cmd[1:])
+	r.appends = name == "xargs"
+	return r, true
 }
 
 // commandOption finds the script of -c S, -cS, --command S or

@@ -354,7 +354,11 @@ type seen struct {
 	// env: something changes the environment or directory its commands
 	// run in (an assignment, export, env PATH=…, cd), so what they run
 	// and read is not what the policy finds.
-	env     bool
+	env bool
+	// grows: a command that may write files or run programs given the
+	// right arguments (MayWriteFiles) gets more when it runs (xargs sed),
+	// which no rule has seen.
+	grows   bool
 	planted func(argv0 string) bool
 }
 
@@ -369,6 +373,7 @@ func (s *seen) look(cmd []string, depth int) {
 		// for is not a command the parser sees.
 		s.opaque = true
 	}
+	s.env = s.env || setsShellState(cmd)
 	if inv, ok := shellInvocation(cmd); ok {
 		if inv.opaque || inv.stdin || (s.planted != nil && s.planted(cmd[0])) {
 			s.opaque = true
@@ -384,6 +389,7 @@ func (s *seen) look(cmd []string, depth int) {
 	}
 	s.opaque = s.opaque || r.opaque
 	s.env = s.env || r.env
+	s.grows = s.grows || (r.appends && slices.ContainsFunc(r.cmds, func(c []string) bool { return MayWriteFiles(c[0]) }))
 	for _, c := range r.cmds {
 		s.add(c, depth+1)
 	}
@@ -478,14 +484,26 @@ func bareName(cmd []string) ([]string, bool) {
 // (SPEC §7.2). (cd is the caller's to follow.)
 func SetsEnvironment(argv []string) bool {
 	cmds, f := commandsOf(argv)
-	s := seenIn(argv, cmds, f, nil)
-	return s.env || slices.ContainsFunc(append(cmds, s.cmds...), func(c []string) bool {
-		switch filepath.Base(c[0]) {
-		case "export", "unset", "set", "source", ".", "declare", "typeset", "local", "readonly":
-			return true
-		}
+	return seenIn(argv, cmds, f, nil).env
+}
+
+// setsShellState reports whether cmd is a builtin that changes what the
+// shell's later commands run or read: their variables (export and its
+// kind, unset, read, mapfile, getopts, printf -v, let), its options
+// (set, shopt), where it finds programs (hash -p) and builtins (enable
+// -f), or a script it runs in place (source).
+func setsShellState(cmd []string) bool {
+	if len(cmd) == 0 {
 		return false
-	})
+	}
+	switch cmd[0] {
+	case "export", "unset", "set", "source", ".", "declare", "typeset", "local", "readonly",
+		"read", "mapfile", "readarray", "getopts", "let", "hash", "enable", "shopt":
+		return true
+	case "printf":
+		return len(cmd) > 1 && strings.HasPrefix(cmd[1], "-v")
+	}
+	return false
 }
 
 // ScriptCommands returns the commands the parser sees a call run beyond

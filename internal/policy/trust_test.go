@@ -11,8 +11,8 @@ import (
 // command could have planted.
 func TestUnsandboxedByRules(t *testing.T) {
 	rules := rulesOf(t, `
-prefix_rule(pattern=[["cat", "echo", "ls", "sort", "tee", "sed", "find", "dd", "uniq", "curl", "env", "printf", "awk", "tar", "openssl"]], decision="allow")
-prefix_rule(pattern=["git", ["add", "diff", "status", "log", "grep", "-C"]], decision="allow")
+prefix_rule(pattern=[["cat", "echo", "ls", "sort", "tee", "sed", "find", "dd", "uniq", "curl", "env", "printf", "awk", "gawk", "tar", "openssl", "rg", "fd", "xargs", "grep", "read", "hash"]], decision="allow")
+prefix_rule(pattern=["git", ["add", "diff", "status", "log", "grep", "-C", "rebase", "difftool", "bisect", "submodule", "clone", "init", "send-email"]], decision="allow")
 prefix_rule(pattern=["bash", "-c"], decision="allow")
 prefix_rule(pattern=["bash", "-lc"], decision="allow")
 `)
@@ -94,6 +94,38 @@ prefix_rule(pattern=["bash", "-lc"], decision="allow")
 		{bashLc("env PATH=/w/bin ls"), nil, false},
 		{bashLc("env -C /w ls"), nil, false},
 		{bashLc("env -i ls"), nil, false},
+		// Found by the second attack review of issue 12.
+		{bashLc("rg -n foo"), nil, true},
+		{bashLc("rg --pre ./x foo"), nil, false},
+		{bashLc("rg --pre=./x foo"), nil, false},
+		{bashLc("rg -uz foo"), nil, false},
+		{bashLc("rg --hostname-bin ./x foo"), nil, false},
+		{bashLc("fd -e go"), nil, true},
+		{bashLc("fd -e go -x ./x"), nil, false},
+		{bashLc("fd --exec-batch ./x"), nil, false},
+		{bashLc("gawk '@include \"f.awk\"' f"), nil, false},
+		{bashLc("gawk 'BEGIN{f=\"sys\" \"tem\"; @f(\"id\")}'"), nil, false},
+		{bashLc("git rebase -x ./x HEAD~1"), nil, false},
+		{bashLc("git rebase -ix ./x HEAD~1"), nil, false},
+		{bashLc("git difftool -x ./x"), nil, false},
+		{bashLc("git difftool --extcmd=./x"), nil, false},
+		{bashLc("git bisect run ./x"), nil, false},
+		{bashLc("git bisect good"), nil, true},
+		{bashLc("git submodule foreach ./x"), nil, false},
+		{bashLc("git submodule status"), nil, true},
+		{bashLc("git clone --bare --template=./t u d"), nil, false},
+		{bashLc("git clone -c core.hooksPath=./h u d"), nil, false},
+		{bashLc("git clone --config=core.hooksPath=./h u d"), nil, false},
+		{bashLc("git clone u d"), nil, true},
+		{bashLc("git init --template ./t"), nil, false},
+		{bashLc("git send-email --sendmail-cmd=./x p"), nil, false},
+		{bashLc("xargs -a args.txt sed"), nil, false}, // -i FILE may come from args.txt
+		{bashLc("cat list | xargs sort"), nil, false},
+		{bashLc("cat list | xargs grep -l foo"), nil, true},
+		{bashLc("printf -v PATH %s /w/bin && ls"), nil, false},
+		{bashLc("printf '%s' x"), nil, true},
+		{bashLc("read PATH < f && ls"), nil, false},
+		{bashLc("hash -p ./x ls && ls"), nil, false},
 	}
 	for _, tt := range tests {
 		r := Require(rules, Request{Argv: tt.argv, Policy: OnRequest, Sandboxed: true, Planted: tt.planted})
@@ -214,6 +246,31 @@ func TestHiddenScripts(t *testing.T) {
 		bashLc("find . -name '*.go'"), bashLc("timeout 5 make test")} {
 		if r := Require(forbidden, Request{Argv: argv, Policy: OnRequest, Sandboxed: true}); r.Outcome != Run {
 			t.Errorf("%q: outcome %d; want it run", argv, r.Outcome)
+		}
+	}
+}
+
+// SetsEnvironment sees every way a call changes the variables, options
+// or program lookup of its later commands (SPEC §7.2).
+func TestSetsEnvironment(t *testing.T) {
+	for script, want := range map[string]bool{
+		"git status":                          false,
+		"cd sub && git status":                false,
+		"printf '%s\\n' x && git status":      false,
+		"HOME=/w git status":                  true,
+		"export HOME=/w; git status":          true,
+		"printf -v HOME %s /w && git status":  true,
+		"read HOME < f && git status":         true,
+		"mapfile -t A < f && git status":      true,
+		"hash -p ./x git && git status":       true,
+		"enable -f ./x.so git && git status":  true,
+		"shopt -s expand_aliases; git status": true,
+		"source ./env && git status":          true,
+		"env -u HOME git status":              true,
+		"command read HOME && git status":     true,
+	} {
+		if got := SetsEnvironment(bashLc(script)); got != want {
+			t.Errorf("SetsEnvironment(%q) = %v, want %v", script, got, want)
 		}
 	}
 }

@@ -17,30 +17,41 @@ func WritesFiles(argv []string) bool {
 	if len(argv) == 0 {
 		return false
 	}
-	args := argv[1:]
-	switch filepath.Base(argv[0]) {
-	case "tee", "sponge":
-		return len(operands(args)) > 0
-	case "sort":
+	w, ok := writers[filepath.Base(argv[0])]
+	return ok && w(argv[1:])
+}
+
+// MayWriteFiles reports whether some arguments would make the program
+// argv0 write a file or run a program they name (WritesFiles knows it):
+// a command that gets arguments only when it runs (behind xargs) is
+// not lifted from the sandbox when it is one of those.
+func MayWriteFiles(argv0 string) bool {
+	_, ok := writers[filepath.Base(argv0)]
+	return ok
+}
+
+// writers are the programs WritesFiles knows, by base name, each with
+// the test of its arguments.
+var writers = map[string]func(args []string) bool{
+	"tee":    hasOperands(1),
+	"sponge": hasOperands(1),
+	"sort": func(args []string) bool {
 		return hasOption(args, "o", "--output") || hasOption(args, "T", "--temporary-directory") ||
 			hasOption(args, "", "--compress-program")
-	case "shuf", "iconv", "base64", "base32", "basenc":
-		return hasOption(args, "o", "--output")
-	case "uniq", "xxd":
-		return len(operands(args)) > 1 // uniq IN OUT
-	case "git":
-		return gitWrites(args)
-	case "tar", "bsdtar", "gtar":
-		return tarWrites(args)
-	case "find":
+	},
+	"shuf": outputOption, "iconv": outputOption, "base64": outputOption, "base32": outputOption, "basenc": outputOption,
+	"uniq": hasOperands(2), "xxd": hasOperands(2), // uniq IN OUT
+	"git": gitWrites,
+	"tar": tarWrites, "bsdtar": tarWrites, "gtar": tarWrites,
+	"find": func(args []string) bool {
 		return slices.ContainsFunc(args, func(a string) bool { return slices.Contains(unsafeFindOptions, a) })
-	case "sed":
-		return sedWrites(args)
-	case "awk", "gawk", "mawk", "nawk":
-		return awkWrites(args)
-	case "dd":
+	},
+	"sed": sedWrites,
+	"awk": awkWrites, "gawk": awkWrites, "mawk": awkWrites, "nawk": awkWrites,
+	"dd": func(args []string) bool {
 		return slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "of=") })
-	case "curl":
+	},
+	"curl": func(args []string) bool {
 		return hasOption(args, "o", "--output") || hasOption(args, "O", "--remote-name") ||
 			hasOption(args, "D", "--dump-header") || hasOption(args, "c", "--cookie-jar") ||
 			hasOption(args, "K", "--config") || slices.ContainsFunc(args, func(a string) bool {
@@ -52,25 +63,40 @@ func WritesFiles(argv []string) bool {
 			}
 			return false
 		})
-	case "wget":
-		return true // saves what it fetches unless told otherwise
-	case "gpg", "gpg2":
-		return hasOption(args, "o", "--output")
-	case "openssl":
+	},
+	"wget": func([]string) bool { return true }, // saves what it fetches unless told otherwise
+	"gpg":  outputOption, "gpg2": outputOption,
+	"openssl": func(args []string) bool {
 		// Files it writes, and engines and providers, which are code.
 		return slices.ContainsFunc(args, func(a string) bool {
 			opt, _, _ := strings.Cut(strings.TrimPrefix(a, "-"), "=")
 			return slices.Contains([]string{"-out", "-keyout", "-writerand", "-engine", "-provider", "-provider-path"}, opt) ||
 				slices.Contains([]string{"out", "keyout", "writerand", "engine", "provider", "provider-path"}, opt)
 		})
-	case "less":
+	},
+	"less": func(args []string) bool {
 		return hasOption(args, "o", "--log-file") || hasOption(args, "O", "--LOG-FILE")
-	case "yq":
-		return hasOption(args, "i", "--inplace")
-	case "time":
-		return hasOption(args, "o", "--output")
-	}
-	return false
+	},
+	"yq":   func(args []string) bool { return hasOption(args, "i", "--inplace") },
+	"time": outputOption,
+	"rg": func(args []string) bool {
+		// A preprocessor, the decompressors of -z (found on PATH), and
+		// the program that names the host for hyperlinks.
+		return hasOption(args, "", "--pre") || hasOption(args, "z", "--search-zip") || hasOption(args, "", "--hostname-bin")
+	},
+	"fd":     fdWrites,
+	"fdfind": fdWrites,
+}
+
+func outputOption(args []string) bool { return hasOption(args, "o", "--output") }
+
+func fdWrites(args []string) bool {
+	return hasOption(args, "x", "--exec") || hasOption(args, "X", "--exec-batch")
+}
+
+// hasOperands returns a test for at least n operands.
+func hasOperands(n int) func([]string) bool {
+	return func(args []string) bool { return len(operands(args)) >= n }
 }
 
 // hasOption reports whether args give the short option s (alone, with a
@@ -169,8 +195,10 @@ func longName(opt string, names ...string) string {
 
 // awkWrites reports whether an awk program may write or run something:
 // a redirection or pipe (print > "f", print | "sh"), system(), getline,
-// a program or library read from a file, or any option but -v and -F
-// (gawk's -W, -e, -i, -l, -E load or run code).
+// gawk's @ (@include and @load read code from files, @f() calls a
+// function by a name made at run time, "sys" "tem" too), a program or
+// library read from a file, or any option but -v and -F (gawk's -W, -e,
+// -i, -l, -E load or run code).
 func awkWrites(args []string) bool {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -186,7 +214,7 @@ func awkWrites(args []string) bool {
 		case strings.HasPrefix(a, "-"):
 			return true
 		default:
-			return strings.ContainsAny(a, ">|") || strings.Contains(a, "system") || strings.Contains(a, "getline")
+			return strings.ContainsAny(a, ">|@") || strings.Contains(a, "system") || strings.Contains(a, "getline")
 		}
 	}
 	return false
@@ -196,8 +224,11 @@ func awkWrites(args []string) bool {
 // runs a program they name: --output (and format-patch's -o and
 // --output-directory), grep's -O, the upload and receive programs of
 // fetch, clone, pull, ls-remote and push, archive's --exec and --output,
-// and the external diff and text conversion programs (--ext-diff,
-// --textconv).
+// the external diff and text conversion programs (--ext-diff,
+// --textconv), the commands of rebase -x, difftool -x, bisect run,
+// submodule foreach, filter-branch and send-email's --*-cmd and
+// --smtp-server, and the hooks and configuration a new repository gets
+// from clone's and init's --template and clone's -c.
 func gitWrites(args []string) bool {
 	sub, rest := "", args
 	for i := 0; i < len(args); i++ {
@@ -222,8 +253,25 @@ func gitWrites(args []string) bool {
 		return hasOption(rest, "o", "")
 	case "grep":
 		return hasOption(rest, "O", "--open-files-in-pager")
-	case "fetch", "clone", "pull", "ls-remote":
+	case "fetch", "pull", "ls-remote":
 		return hasOption(rest, "u", "")
+	case "clone":
+		return hasOption(rest, "u", "") || hasOption(rest, "c", "--config") || hasOption(rest, "", "--template")
+	case "init":
+		return hasOption(rest, "", "--template")
+	case "rebase":
+		return hasOption(rest, "x", "")
+	case "difftool":
+		return hasOption(rest, "x", "--extcmd")
+	case "bisect":
+		return len(rest) > 0 && rest[0] == "run"
+	case "submodule":
+		return slices.Contains(rest, "foreach")
+	case "filter-branch":
+		return true
+	case "send-email":
+		return slices.ContainsFunc([]string{"--sendmail-cmd", "--smtp-server", "--to-cmd", "--cc-cmd", "--header-cmd"},
+			func(o string) bool { return hasOption(rest, "", o) })
 	}
 	return false
 }
