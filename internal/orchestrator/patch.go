@@ -76,18 +76,18 @@ func (o *Orchestrator) ApplyPatch(ctx context.Context, req PatchRequest) (*Patch
 	defer o.patchMu.Unlock()
 	c := call{id: req.CallID, cwd: dir, kind: "patch", approval: Approval{Justification: req.Justification},
 		approver: req.Approver}
-	denied := ""
+	denied, confined := "", false
 	switch {
 	case o.Sandboxed():
 		res, why, done, err := o.applyConfined(ctx, req, p, c, start)
 		if done {
 			return res, err
 		}
-		denied = why
+		denied, confined = why, true
 	case o.FailsClosed():
 		denied = "the sandbox cannot be enforced on this host"
 	}
-	return o.applyAsExecd(ctx, req, p, c, denied, start)
+	return o.applyAsExecd(ctx, req, p, c, denied, confined, start)
 }
 
 // patchFailed is the result of a patch that cannot apply, or ctx's cause
@@ -122,7 +122,7 @@ func (o *Orchestrator) applyConfined(ctx context.Context, req PatchRequest, p *p
 		return res, "", true, err
 	}
 	c.argv = patchArgv(rep.Targets)
-	if q, _, err := o.patchQuestion(c, rep.Targets, ""); err != nil || q != nil {
+	if q, _, err := o.patchQuestion(c, rep.Targets, "", false); err != nil || q != nil {
 		return nil, "", err != nil, err // asking is execd's to do, and writing then
 	}
 	if err := context.Cause(ctx); err != nil {
@@ -156,15 +156,21 @@ func (o *Orchestrator) applyConfined(ctx context.Context, req PatchRequest, p *p
 
 // applyAsExecd prepares and writes a patch as execd itself, asking first
 // when its targets are not all writable by a sandboxed command, under
-// untrusted, or when the sandbox refused it (denied says why).
+// untrusted, or when the sandbox refused it (denied says why). confined:
+// the applier, in the sandbox, found that the patch needs asking; execd,
+// which may find its files elsewhere (/proc/self/cwd is its own
+// directory), then asks for every target whatever it finds.
 func (o *Orchestrator) applyAsExecd(ctx context.Context, req PatchRequest, p *patch.Patch, c call, denied string,
-	start time.Time) (*PatchResult, error) {
+	confined bool, start time.Time) (*PatchResult, error) {
 	pl, err := patch.Prepare(ctx, p, c.cwd)
 	if err != nil {
 		return patchFailed(ctx, err, start)
 	}
 	c.argv = patchArgv(pl.Targets())
-	q, keys, err := o.patchQuestion(c, pl.Targets(), denied)
+	if confined && denied == "" && len(o.unwritable(pl.Targets())) == 0 {
+		denied = "its files lead outside what sandboxed commands may write from where the sandbox looks, and elsewhere from execd"
+	}
+	q, keys, err := o.patchQuestion(c, pl.Targets(), denied, confined)
 	if err != nil {
 		return nil, err
 	}
@@ -217,12 +223,12 @@ func patchArgv(targets []patch.Target) []string {
 // applied (SPEC §7.6): a nil question and error when it may go ahead, a
 // *RefusedError, or the question to ask with the allow_session keys the
 // answer may remember. denied, when not "", is why the sandbox could not
-// apply it: then every target needs approval.
-func (o *Orchestrator) patchQuestion(c call, targets []patch.Target, denied string) (*Question, []string, error) {
+// apply it; then, and with all, every target needs approval.
+func (o *Orchestrator) patchQuestion(c call, targets []patch.Target, denied string, all bool) (*Question, []string, error) {
 	pol := o.approvals.policy
 	outside := o.unwritable(targets)
 	need := outside // what an approval must cover
-	if pol == policy.Untrusted || denied != "" {
+	if pol == policy.Untrusted || denied != "" || all {
 		need = nil
 		for _, t := range targets {
 			need = append(need, t.Real)

@@ -296,3 +296,22 @@ func TestPatchCancelledInTheSandbox(t *testing.T) {
 		t.Errorf("stopped (%v, %+v), but %d of %d files are there", err, res, len(entries), n)
 	}
 }
+
+// A path that leads elsewhere for the applier than for execd
+// (/proc/self/cwd is each one's own directory) does not let execd write,
+// unasked and with its own rights, what the applier found outside the
+// roots: once the sandbox says a patch needs asking, execd asks for
+// every file.
+func TestPatchLeadsElsewhereForExecd(t *testing.T) {
+	o := newWorkspace(t, policy.OnRequest)
+	t.Chdir(o.Cwd()) // execd's own directory: the workspace
+	ask := &scripted{answers: []Answer{Deny}}
+	_, err := o.ApplyPatch(t.Context(), PatchRequest{Workdir: "/", Approver: ask,
+		Patch: "*** Begin Patch\n*** Add File: /proc/self/cwd/g\n+x\n*** End Patch"})
+	if err == nil || len(ask.asked) != 1 {
+		t.Errorf("a patch of /proc/self/cwd/g from /: %v, %d questions; want it asked and declined", err, len(ask.asked))
+	}
+	if _, err := os.Lstat(filepath.Join(o.Cwd(), "g")); err == nil {
+		t.Error("execd wrote the file the sandbox found outside the roots")
+	}
+}
