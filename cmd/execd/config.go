@@ -241,12 +241,18 @@ func resolveCwd(dir string) (string, error) {
 }
 
 // configDir is $XDG_CONFIG_HOME, else ~/.config, else "".
-func configDir() string {
-	if d := os.Getenv("XDG_CONFIG_HOME"); d != "" {
-		return d
+func configDir() string { return xdgDir("XDG_CONFIG_HOME", ".config") }
+
+// xdgDir is the directory the XDG variable names, else $HOME joined with
+// fallback, else "". A relative value counts as unset (the XDG Base
+// Directory spec says to ignore it): it would name a directory relative
+// to wherever execd happens to start, which nothing protects.
+func xdgDir(variable string, fallback ...string) string {
+	if d := os.Getenv(variable); filepath.IsAbs(d) {
+		return filepath.Clean(d)
 	}
-	if h := os.Getenv("HOME"); h != "" {
-		return filepath.Join(h, ".config")
+	if h := os.Getenv("HOME"); filepath.IsAbs(h) {
+		return filepath.Join(append([]string{h}, fallback...)...)
 	}
 	return ""
 }

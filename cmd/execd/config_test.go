@@ -320,3 +320,21 @@ func TestSandboxCommandFlags(t *testing.T) {
 		}
 	}
 }
+
+// A relative XDG directory counts as unset (the XDG Base Directory spec
+// ignores it): it would name a directory relative to wherever execd
+// starts, which nothing protects.
+func TestXDGDirRelative(t *testing.T) {
+	t.Setenv("HOME", "/home/u")
+	for value, want := range map[string]string{"": "/home/u/.config", "rel/cfg": "/home/u/.config", "/x/cfg/": "/x/cfg"} {
+		t.Setenv("XDG_CONFIG_HOME", value)
+		if got := configDir(); got != want {
+			t.Errorf("XDG_CONFIG_HOME=%q: configDir = %q, want %q", value, got, want)
+		}
+	}
+	t.Setenv("XDG_STATE_HOME", "state")
+	t.Setenv("HOME", "home")
+	if got := stateDir(); got != "" {
+		t.Errorf("relative XDG_STATE_HOME and HOME: stateDir = %q, want none", got)
+	}
+}

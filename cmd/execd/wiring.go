@@ -106,15 +106,7 @@ func makeOwnDir(orch *orchestrator.Orchestrator, log *zap.Logger) {
 }
 
 // stateDir is $XDG_STATE_HOME, else ~/.local/state, else "".
-func stateDir() string {
-	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
-		return d
-	}
-	if h := os.Getenv("HOME"); h != "" {
-		return filepath.Join(h, ".local", "state")
-	}
-	return ""
-}
+func stateDir() string { return xdgDir("XDG_STATE_HOME", ".local", "state") }
 
 // gitStateFile is where execd keeps the roots where git is not trusted
 // outside the sandbox (orchestrator.Options.GitState).

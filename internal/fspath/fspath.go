@@ -8,10 +8,14 @@
 //
 // It reports every symlink it passes: whoever protects the final path
 // must protect those too, or one replaced link leads the path elsewhere.
+//
+// OpenRegular opens a file that someone else may have put in place (a
+// FIFO, a symlink) without blocking or following it.
 package fspath
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -115,4 +119,21 @@ func Resolve(v View, p string, opts Options) (string, []string, error) {
 		return "", links, syscall.ENAMETOOLONG
 	}
 	return cur, links, nil
+}
+
+// OpenRegular opens the regular file at path for reading, with flags
+// (O_NOFOLLOW, say) added, never blocking on a FIFO put in its place
+// (O_NONBLOCK, then the file must be regular). Errors wrap the errno
+// (ENOENT for a missing one).
+func OpenRegular(path string, flags int) (*os.File, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|flags, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), path)
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s: not a regular file", path)
+	}
+	return f, nil
 }

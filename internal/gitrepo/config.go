@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/execd/execd/internal/fspath"
 )
 
 // Entry is one variable of a git configuration file.
@@ -29,7 +31,7 @@ const maxConfig = 4 << 20
 // no entries. It never blocks on a FIFO put there (O_NONBLOCK, and only
 // a regular file is read). Errors are git's: a line it would reject.
 func ReadConfig(path string) ([]Entry, error) {
-	f, err := openRegular(path, 0)
+	f, err := fspath.OpenRegular(path, 0)
 	if errors.Is(err, unix.ENOENT) {
 		return nil, nil
 	}

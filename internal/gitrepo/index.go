@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/execd/execd/internal/fspath"
 )
 
 // gitlinkMode is the mode of an index entry that is a submodule (a
@@ -37,7 +39,7 @@ func (r Repo) Gitlinks() ([]string, error) {
 			hashLen = 32
 		}
 	}
-	f, err := openRegular(filepath.Join(r.GitDir, "index"), 0)
+	f, err := fspath.OpenRegular(filepath.Join(r.GitDir, "index"), 0)
 	if errors.Is(err, unix.ENOENT) {
 		return nil, nil
 	}

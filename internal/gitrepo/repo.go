@@ -12,13 +12,14 @@ package gitrepo
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/execd/execd/internal/fspath"
 )
 
 // Repo is a repository as git finds it.
@@ -43,7 +44,7 @@ const maxFile = 1 << 20
 // final symlink (callers resolve links themselves, to see them) and never
 // blocks on a FIFO.
 func ReadPointer(path, prefix string) (string, error) {
-	f, err := openRegular(path, unix.O_NOFOLLOW)
+	f, err := fspath.OpenRegular(path, unix.O_NOFOLLOW)
 	if err != nil {
 		return "", err
 	}
@@ -57,22 +58,6 @@ func ReadPointer(path, prefix string) (string, error) {
 		return "", errors.New("no path")
 	}
 	return s, nil
-}
-
-// openRegular opens the regular file at path for reading, with flags
-// added, never blocking on a FIFO put in its place (O_NONBLOCK, then the
-// file must be regular). Errors wrap the errno (ENOENT for a missing one).
-func openRegular(path string, flags int) (*os.File, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|flags, 0)
-	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: path, Err: err}
-	}
-	f := os.NewFile(uintptr(fd), path)
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, fmt.Errorf("%s: not a regular file", path)
-	}
-	return f, nil
 }
 
 // Join is path relative to dir, or path if absolute. git does not clean

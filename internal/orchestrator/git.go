@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -548,7 +549,7 @@ func (o *Orchestrator) loadTaint() {
 	if o.gitState == "" {
 		return
 	}
-	b, err := os.ReadFile(o.gitState)
+	b, err := readSmall(o.gitState)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		o.log.Warn("git state file unreadable: no repository in a root is trusted to run git outside the sandbox",
 			zap.String("file", o.gitState), zap.Error(err))
@@ -633,9 +634,25 @@ func (o *Orchestrator) taintedRepo(r gitrepo.Repo) string {
 	return ""
 }
 
+// readSmall reads the regular file at path, of at most 1 MiB, never
+// through a symlink nor blocking on a FIFO.
+func readSmall(path string) ([]byte, error) {
+	const limit = 1 << 20
+	f, err := fspath.OpenRegular(path, unix.O_NOFOLLOW)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err == nil && len(b) > limit {
+		err = fmt.Errorf("%s: larger than %d bytes", path, limit)
+	}
+	return b, err
+}
+
 // appendLine appends line to the file at path (created 0600 with its
-// directory), under an exclusive lock, never through a symlink; "" is no
-// file.
+// directory), under an exclusive lock, never through a symlink nor into
+// anything but a regular file; "" is no file.
 func appendLine(path, line string) error {
 	if path == "" {
 		return nil
@@ -643,12 +660,15 @@ func appendLine(path, line string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CREAT|unix.O_APPEND|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CREAT|unix.O_APPEND|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return &os.PathError{Op: "open", Path: path, Err: err}
 	}
 	f := os.NewFile(uintptr(fd), path)
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s: not a regular file", path)
+	}
 	if err := unix.Flock(fd, unix.LOCK_EX); err != nil {
 		return err
 	}

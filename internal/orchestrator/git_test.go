@@ -1,12 +1,16 @@
 package orchestrator
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
 
 	"github.com/execd/execd/internal/gitrepo"
 	"github.com/execd/execd/internal/sandbox"
@@ -260,5 +264,29 @@ func TestGitTrustMadeEarlier(t *testing.T) {
 	o.recordGit()
 	if w, _ := why(o, work, "git", "status"); !strings.Contains(w, "was not a protected repository") {
 		t.Errorf("git status with .git a writable root: %q; want it kept in the sandbox", w)
+	}
+}
+
+// The file of untrusted roots is read and appended to without blocking
+// on a FIFO or following a symlink put in its place: a start that would
+// hang, or a root never recorded, are both worse than distrusting all.
+func TestGitStateFileIsRegular(t *testing.T) {
+	dir := t.TempDir()
+	fifo, link := filepath.Join(dir, "fifo"), filepath.Join(dir, "link")
+	if err := errors.Join(unix.Mkfifo(fifo, 0o600), os.Symlink(filepath.Join(dir, "elsewhere"), link)); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{fifo, link} {
+		o := &Orchestrator{gitState: f, log: zap.NewNop()}
+		o.loadTaint() // returns
+		if !o.tainted["/"] {
+			t.Errorf("%s: tainted %v; want every root distrusted", f, o.tainted)
+		}
+		if err := appendLine(f, "/w"); err == nil {
+			t.Errorf("%s: appended to it", f)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "elsewhere")); err == nil {
+		t.Error("appendLine followed the symlink")
 	}
 }
