@@ -1254,6 +1254,24 @@ func TestEscapeLoginProfile(t *testing.T) {
 		if !strings.Contains(text, "Note: execd ran this in the sandbox: its shell reads") {
 			t.Errorf("ls through a login shell: %q; want a note saying why it ran in the sandbox", text)
 		}
+		// HOME outside the roots, but a profile sourcing a file in one,
+		// as rustup's `. "$HOME/.cargo/env"` with ~/.cargo writable.
+		home = h.path("home2")
+		cargo := filepath.Join(home, ".cargo")
+		h.mkdir(cargo)
+		h.writeFile(filepath.Join(home, ".profile"), `. "$HOME/.cargo/env"`+"\n")
+		h.writeFile(filepath.Join(cargo, "env"), `export PATH="$HOME/.cargo/bin:$PATH"`+"\n")
+		h.env = []string{"HOME=" + home}
+		cs = h.serve(noTmp+"writable_roots = ["+strconvQuote(cargo)+"]\n", `prefix_rule(pattern=["ls"], decision="allow")`, nil)
+		if res, text, _ := callTool(t, cs, "shell_command", map[string]any{"login": false,
+			"command": "echo 'touch " + outside + "/cargo' >> " + filepath.Join(cargo, "env")}); res.IsError {
+			t.Fatalf("planting: %q", text)
+		}
+		_, text, _ = callTool(t, cs, "shell_command", map[string]any{"command": "ls"})
+		h.absent(filepath.Join(outside, "cargo"))
+		if !strings.Contains(text, "Note: execd ran this in the sandbox: its shell reads "+filepath.Join(home, ".profile")+", which names") {
+			t.Errorf("ls through a login shell whose profile sources a writable file: %q; want a note saying why it ran in the sandbox", text)
+		}
 	})
 }
 

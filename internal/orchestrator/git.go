@@ -97,22 +97,6 @@ func (o *Orchestrator) protectedSinceStart(p string) bool {
 	return false
 }
 
-// steerable reports whether a sandboxed command could change what the
-// absolute path p leads to: p as written, where it leads (as far as it
-// exists), or a symlink on the way lies in a writable root, and not in
-// a repository protected since start (writablePath, with that
-// exception).
-func (o *Orchestrator) steerable(p string) bool {
-	p = filepath.Clean(p)
-	final, links, err := fspath.Resolve(fspath.Disk, p, fspath.Options{KeepMissing: true})
-	if err != nil {
-		return true
-	}
-	return slices.ContainsFunc(append(links, p, final), func(q string) bool {
-		return o.inRoot(q) && !o.protectedSinceStart(q)
-	})
-}
-
 // liftGit decides whether the git commands of a call may run without the
 // sandbox. It returns the environment that names their repository to
 // git (GIT_DIR, GIT_WORK_TREE), or why they must run in the sandbox.

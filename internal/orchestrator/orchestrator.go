@@ -86,6 +86,7 @@ type Orchestrator struct {
 	gitState string          // Options.GitState
 	taintMu  sync.Mutex      // guards tainted
 	tainted  map[string]bool // guarded by taintMu: roots a sandboxed command ran in without a .git
+	startup  startupCache    // what shell startup files name (startupWhy)
 
 	sessions        *procstore.Store[*session]
 	sessionsRunning sync.WaitGroup // session pumps and waiters

@@ -1,0 +1,126 @@
+package orchestrator
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/execd/execd/internal/sandbox"
+)
+
+func TestStartupRefs(t *testing.T) {
+	env := map[string]string{"HOME": "/home/u", "PATH": "/w/bin:/usr/bin"}
+	getenv := func(k string) string { return env[k] }
+	text := `# ~/.profile
+. "$HOME/.cargo/env"
+export PATH="$HOME/.cargo/bin:$PATH"
+NVM_DIR="$HOME/.nvm"
+[ -s "$NVM_DIR/nvm.sh" ] && \. "$NVM_DIR/nvm.sh"
+for i in /etc/profile.d/*.sh; do . $i; done
+source .env.local
+alias p='cd ~/proj/$X'
+echo https://example.com ${HOME:-/x}/y
+`
+	type ref struct {
+		path, dir      string
+		source, follow bool
+	}
+	var got []ref
+	for _, r := range startupRefs(text, getenv) {
+		got = append(got, ref{r.path, r.dir, r.source, r.follow})
+	}
+	want := []ref{
+		{"/home/u/.profile", "/home/u/.profile", false, false}, // comments count
+		{"/home/u/.cargo/env", "/home/u/.cargo/env", true, true},
+		{"/home/u/.cargo/bin", "/home/u/.cargo/bin", false, false},
+		{"/home/u/.nvm", "/home/u/.nvm", false, false},
+		{"/home/u/.nvm/nvm.sh", "/home/u/.nvm/nvm.sh", false, false},
+		{"/home/u/.nvm/nvm.sh", "/home/u/.nvm/nvm.sh", true, true},
+		{"/etc/profile.d/*.sh", "/etc/profile.d", false, true},
+		{"", "", true, false}, // . $i: nothing certain
+		{".env.local", "", true, true},
+		{"", "/home/u/proj", false, false},
+		{"//example.com", "/example.com", false, false},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("startupRefs:\n got %v\nwant %v", got, want)
+	}
+}
+
+func FuzzStartupRefs(f *testing.F) {
+	f.Add(". \"$HOME/.cargo/env\"\nexport PATH=\"${HOME}/bin:$PATH\"\nX=~/a; . $X/b\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		for _, r := range startupRefs(text, func(k string) string { return "/home/" + k }) {
+			if r.dir != "" && (!filepath.IsAbs(r.dir) || filepath.Clean(r.dir) != r.dir) {
+				t.Fatalf("%q: dir %q is not a clean absolute path", text, r.dir)
+			}
+			if r.follow && r.path == "" {
+				t.Fatalf("%q: follows an unknown path", text)
+			}
+		}
+	})
+}
+
+// What a login shell's profiles name counts like the profiles: a file
+// they source, a PATH entry they add, a directory of scripts a loop
+// sources, in reach of sandboxed commands, keeps the shell in the
+// sandbox (SPEC §7.2).
+func TestStartupNames(t *testing.T) {
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	home, work, cargo := filepath.Join(base, "home"), filepath.Join(base, "work"), filepath.Join(base, "home", ".cargo")
+	for _, d := range []string{work, cargo, filepath.Join(home, "rc.d")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := gitTestOrchestrator(t, work, "/usr/bin:/bin")
+	o.env = []string{"HOME=" + home, "PATH=/usr/bin:/bin"}
+	fi, err := os.Stat(cargo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev, ino := sandbox.FileID(fi)
+	o.roots = append(o.roots, sandbox.Root{Path: cargo, Dev: dev, Ino: ino})
+	profile := filepath.Join(home, ".profile")
+	login := call{argv: []string{"/bin/bash", "-lc", "ls"}, cwd: work}
+	for text, want := range map[string]string{
+		"":                                  "",
+		"export PATH=\"$HOME/bin:$PATH\"\n": "",
+		". \"$HOME/.cargo/env\"\n":          "names $HOME/.cargo/env",
+		"export PATH=\"$HOME/.cargo/bin:$PATH\"\n":     "names $HOME/.cargo/bin",
+		"for f in ~/rc.d/*; do . \"$f\"; done\n":       "",
+		". ./.env\n":                                   "sources ./.env",
+		"W=" + work + "\n. \"$W/x\"\n":                 "names " + work,
+		". " + filepath.Join(home, "more") + "\n":      "names " + filepath.Join(work, "tools"),
+		"cd " + filepath.Join(work, "$PROJECT") + "\n": "names " + filepath.Join(work, "$PROJECT"),
+	} {
+		if err := os.WriteFile(profile, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(home, "more"), []byte("PATH="+filepath.Join(work, "tools")+":$PATH\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		why := o.startupWhy(login)
+		if (want == "") != (why == "") || !strings.Contains(why, want) {
+			t.Errorf("a .profile of %q: %q; want %q", text, why, want)
+		}
+	}
+	// A script in a directory a loop sources, itself naming a root.
+	if err := os.WriteFile(profile, []byte("for f in ~/rc.d/*; do . \"$f\"; done\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, "rc.d", "x.sh"), []byte(". ~/.cargo/env\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if why := o.startupWhy(login); !strings.Contains(why, "names ~/.cargo/env") {
+		t.Errorf("a script the profile's loop sources names a root: %q; want the shell kept in the sandbox", why)
+	}
+	if why := o.startupWhy(call{argv: []string{"/bin/bash", "-c", "ls"}, cwd: work}); why != "" {
+		t.Errorf("not a login shell: %q", why)
+	}
+}
