@@ -16,8 +16,8 @@ var allowedInternal = map[string][]string{
 	"rpc":       nil,                   // JSON-RPC framing knows nothing of tools or processes
 	"procfs":    nil,                   // reads /proc for the leaves below
 	"reaper":    {"procfs"},            // owns processes, takes no logger
-	"fspath":    nil,                   // resolves paths as the kernel does
-	"gitrepo":   nil,                   // how git finds repositories and reads configuration
+	"fspath":    nil,                   // resolves paths as the kernel does; opens files others may have placed
+	"gitrepo":   {"fspath"},            // how git finds repositories and reads configuration (never blocking on a FIFO)
 	"sandbox":   {"fspath", "gitrepo"}, // restrictions and platform facts
 	"procstore": nil,                   // the session table and output buffers
 	"policy":    nil,                   // what commands stand for and which may run unasked
