@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -24,13 +25,22 @@ type Entry struct {
 	Bare bool
 }
 
-// maxConfig is the largest configuration file read.
-const maxConfig = 4 << 20
+// maxConfig is the largest configuration file read, and maxGitmodules
+// the largest .gitmodules (a sandboxed command writes it, and every
+// launch reads it).
+const (
+	maxConfig     = 4 << 20
+	maxGitmodules = 256 << 10
+)
 
 // ReadConfig parses the configuration file at path; a missing file has
 // no entries. It never blocks on a FIFO put there (O_NONBLOCK, and only
 // a regular file is read). Errors are git's: a line it would reject.
-func ReadConfig(path string) ([]Entry, error) {
+func ReadConfig(path string) ([]Entry, error) { return readConfig(path, maxConfig, nil) }
+
+// readConfig reads a configuration file of at most limit bytes, keeping
+// the entries keep accepts (all for nil).
+func readConfig(path string, limit int, keep func(key string) bool) ([]Entry, error) {
 	f, err := fspath.OpenRegular(path, 0)
 	if errors.Is(err, unix.ENOENT) {
 		return nil, nil
@@ -39,14 +49,14 @@ func ReadConfig(path string) ([]Entry, error) {
 		return nil, err
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxConfig+1))
+	b, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(b) > maxConfig {
-		return nil, fmt.Errorf("%s: larger than %d bytes", path, maxConfig)
+	if len(b) > limit {
+		return nil, fmt.Errorf("%s: larger than %d bytes", path, limit)
 	}
-	return ParseConfig(b)
+	return parseConfig(b, keep)
 }
 
 // ParseConfig parses git's configuration syntax (git-config(1),
@@ -54,7 +64,9 @@ func ReadConfig(path string) ([]Entry, error) {
 // [section.subsection]; "name = value" or a bare name; values trimmed,
 // with double quotes, the escapes \n \t \b \" \\, a backslash at the end
 // of a line continuing it, and # or ; starting a comment outside quotes.
-func ParseConfig(data []byte) ([]Entry, error) {
+func ParseConfig(data []byte) ([]Entry, error) { return parseConfig(data, nil) }
+
+func parseConfig(data []byte, keep func(key string) bool) ([]Entry, error) {
 	p := &configParser{src: string(data), line: 1}
 	var out []Entry
 	for {
@@ -74,7 +86,9 @@ func ParseConfig(data []byte) ([]Entry, error) {
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, e)
+			if keep == nil || keep(e.Key) {
+				out = append(out, e)
+			}
 		default:
 			return nil, p.errorf("unexpected %q", c)
 		}
@@ -377,22 +391,31 @@ func ExpandHome(p, home string) string {
 }
 
 // Submodules returns the paths of the submodules listed in the
-// .gitmodules file of the working tree dir (submodule.NAME.path), as
-// written.
+// .gitmodules file of the working tree dir (submodule.NAME.path),
+// cleaned, each once, without those git refuses (absolute, or with a ..
+// component) and without "." (the working tree itself). A .gitmodules
+// over 256 KiB is an error; only its paths are kept, so a large one costs
+// little more than reading it.
 func Submodules(dir string) ([]string, error) {
 	path := filepath.Join(dir, ".gitmodules")
 	if fi, err := os.Lstat(path); err != nil || !fi.Mode().IsRegular() {
 		return nil, nil
 	}
-	entries, err := ReadConfig(path)
+	entries, err := readConfig(path, maxGitmodules, func(key string) bool {
+		return strings.HasPrefix(key, "submodule.") && strings.HasSuffix(key, ".path")
+	})
 	if err != nil {
 		return nil, err
 	}
 	var out []string
 	for _, e := range entries {
-		if strings.HasPrefix(e.Key, "submodule.") && strings.HasSuffix(e.Key, ".path") && e.Value != "" {
-			out = append(out, e.Value)
+		// git refuses a path that is absolute or has a .. component;
+		// . (the working tree itself) is no submodule either.
+		p := filepath.Clean(e.Value)
+		if e.Value == "" || p == "." || filepath.IsAbs(p) || slices.Contains(strings.Split(p, "/"), "..") || slices.Contains(out, p) {
+			continue
 		}
+		out = append(out, p)
 	}
 	return out, nil
 }

@@ -117,3 +117,23 @@ func FuzzConfig(f *testing.F) {
 		}
 	})
 }
+
+// Submodules lists each path git would take once, and reads no more
+// than a bounded .gitmodules: a sandboxed command writes it, and every
+// launch reads it.
+func TestSubmodulesBounded(t *testing.T) {
+	dir := t.TempDir()
+	write := func(s string) {
+		if err := os.WriteFile(filepath.Join(dir, ".gitmodules"), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("[submodule \"x\"]\n" + strings.Repeat("\tpath = .\n", 64) + "\tpath = a/\n\tpath = a\n\tpath = /abs\n\tpath = ../up\n\tpath = b/../../c\n\tpath = lib/d\n")
+	if got, err := Submodules(dir); err != nil || !slices.Equal(got, []string{"a", "lib/d"}) {
+		t.Errorf("Submodules = %q, %v; want [a lib/d]", got, err)
+	}
+	write(strings.Repeat("x\n", maxGitmodules))
+	if got, err := Submodules(dir); err == nil {
+		t.Errorf("a .gitmodules of %d bytes: %q; want an error", 2*maxGitmodules, got)
+	}
+}

@@ -132,18 +132,42 @@ func withCommon(r Repo) Repo {
 	return r
 }
 
-// isRepository reports whether dir looks like a repository to git: a
-// HEAD, and objects and refs directories (in the common directory for a
-// linked worktree's).
+// isRepository reports whether dir is a repository to git (setup.c,
+// is_git_directory): a valid HEAD (validHead), and objects and refs it
+// may search (access X_OK, which a file with an execute bit passes too),
+// in the common directory for a linked worktree's.
 func isRepository(dir string) bool {
-	if fi, err := os.Stat(filepath.Join(dir, "HEAD")); err != nil || fi.IsDir() {
+	if !validHead(filepath.Join(dir, "HEAD")) {
 		return false
 	}
 	common := withCommon(Repo{GitDir: dir}).CommonDir
 	for _, d := range []string{"objects", "refs"} {
-		if fi, err := os.Stat(filepath.Join(common, d)); err != nil || !fi.IsDir() {
+		if unix.Access(filepath.Join(common, d), unix.X_OK) != nil {
 			return false
 		}
 	}
 	return true
+}
+
+// validHead reports whether git takes the file at path for a HEAD
+// (refs.c, validate_headref): a symlink whose target starts with refs/
+// (missing or not), or a file that says "ref: refs/…" or holds an
+// object name.
+func validHead(path string) bool {
+	if target, err := os.Readlink(path); err == nil {
+		return strings.HasPrefix(target, "refs/")
+	}
+	f, err := fspath.OpenRegular(path, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	b := make([]byte, 256)
+	n, _ := io.ReadFull(f, b)
+	s := string(b[:n])
+	if ref, ok := strings.CutPrefix(s, "ref:"); ok && strings.HasPrefix(strings.TrimLeft(ref, " \t\n\v\f\r"), "refs/") {
+		return true
+	}
+	isHex := func(n int) bool { return len(s) >= n && strings.Trim(strings.ToLower(s[:n]), "0123456789abcdef") == "" }
+	return isHex(40) || isHex(64) // what follows the name does not count
 }

@@ -3,6 +3,7 @@ package gitrepo
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -44,7 +45,20 @@ func TestFindLikeGit(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(base, "none"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, dir := range []string{"main", "main/a/b", "wt", "main/sub", "bare.git", "main/a/nested", "link", "none"} {
+	// Repositories as git's checks see them (validate_headref, access
+	// X_OK): a HEAD symlink to a missing branch, objects a file with an
+	// execute bit; and a HEAD git refuses, which git looks past.
+	must(main, "init", "-q", "a/dangling")
+	must(main, "init", "-q", "a/xobjects")
+	must(main, "init", "-q", "a/badhead")
+	head := filepath.Join(main, "a", "dangling", ".git", "HEAD")
+	objects := filepath.Join(main, "a", "xobjects", ".git", "objects")
+	if err := errors.Join(os.Remove(head), os.Symlink("refs/heads/zzz", head), os.RemoveAll(objects),
+		os.WriteFile(objects, nil, 0o755), os.WriteFile(filepath.Join(main, "a", "badhead", ".git", "HEAD"), []byte("garbage\n"), 0o644)); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{"main", "main/a/b", "wt", "main/sub", "bare.git", "main/a/nested", "link", "none",
+		"main/a/dangling", "main/a/xobjects", "main/a/badhead"} {
 		d := filepath.Join(base, dir)
 		r, ok := Find(d)
 		out, err := git(d, "rev-parse", "--absolute-git-dir", "--path-format=absolute", "--git-common-dir")

@@ -28,33 +28,39 @@ import (
 // fileID is a file as it was: device and inode.
 type fileID struct{ dev, ino uint64 }
 
-// trustedGit records, at start, the repositories behind the protected
+// recordGit records, at start, the repositories behind the protected
 // .git of each root (and of the submodules its .gitmodules lists), with
-// every file, link and directory they are made of: protected in every
-// launch since, no sandboxed command of this execd could write them.
+// every file, link and directory they are made of, as every launch from
+// now on protects them (sandbox.Planned, with the helper's budgets): no
+// sandboxed command of this execd can write them. The submodules kept
+// stay protected in every launch, whatever .gitmodules says then.
 func (o *Orchestrator) recordGit() {
 	o.gitStart = map[string]fileID{}
-	names := o.ProtectedNames()
-	if !o.Sandboxed() || !slices.Contains(names, ".git") {
+	if !o.Sandboxed() || !slices.Contains(o.ProtectedNames(), ".git") {
 		return
 	}
+	var submodules []string
 	for _, r := range o.roots {
 		if r.Shared {
 			continue
 		}
 		for _, p := range sandbox.ProtectedPaths([]string{r.Path}, []string{".git"}, nil) {
-			if slices.ContainsFunc(o.roots, func(w sandbox.Root) bool { return within(w.Path, p) }) {
-				continue // a writable root in it: the helper leaves it writable
-			}
-			if id, ok := statID(p); ok {
-				o.gitStart[p] = id
-			}
 			if p != filepath.Join(r.Path, ".git") && (filepath.Base(p) == ".git" || isSubmoduleDir(r.Path, p)) {
 				// A submodule's .git, or the directory of one not
-				// initialized: protected in every launch from now on,
-				// whatever .gitmodules says then.
-				o.submodulePaths = append(o.submodulePaths, p)
+				// initialized.
+				submodules = append(submodules, p)
 			}
+		}
+	}
+	kept, readOnly, err := sandbox.Planned(o.roots, []string{".git"}, submodules)
+	if err != nil {
+		o.log.Warn("cannot tell which repositories every launch protects: git runs in the sandbox", zap.Error(err))
+		return
+	}
+	o.submodulePaths = kept
+	for _, p := range readOnly {
+		if id, ok := statID(p); ok {
+			o.gitStart[p] = id
 		}
 	}
 }
@@ -360,6 +366,8 @@ func (o *Orchestrator) gitTrust(r gitrepo.Repo, extra []gitrepo.Entry, dir, sub 
 			if why := o.gitTrust(sr, nil, dir, "", depth+1, left); why != "" {
 				return "submodule " + s + ": " + why
 			}
+		} else if _, err := os.Lstat(filepath.Join(dir, ".git")); err == nil {
+			return fmt.Sprintf("its submodule %s has a .git execd does not take for a repository, which git may", s)
 		}
 	}
 	return ""
@@ -547,8 +555,9 @@ func (o *Orchestrator) loadTaint() {
 	}
 }
 
-// taintRoots records, before a sandboxed launch, the roots whose .git is
-// missing: the command may make one.
+// taintRoots records, before a sandboxed launch, the roots without a
+// repository behind .git (missing, or leading nowhere yet): the command
+// may make one.
 func (o *Orchestrator) taintRoots() {
 	if !slices.Contains(o.ProtectedNames(), ".git") {
 		return // no repository in a root is trusted (recordGit) anyway
@@ -563,8 +572,8 @@ func (o *Orchestrator) taintRoots() {
 		if known {
 			continue
 		}
-		if _, err := os.Lstat(filepath.Join(r.Path, ".git")); !errors.Is(err, os.ErrNotExist) {
-			continue
+		if _, ok := gitrepo.At(r.Path); ok {
+			continue // a repository: protected (a .git that leads nowhere yet is not)
 		}
 		o.taintMu.Lock()
 		o.tainted[r.Path] = true

@@ -30,6 +30,7 @@ func gitTestOrchestrator(t *testing.T, work, path string) *Orchestrator {
 		support: sandbox.Support{OS: "linux", UserNS: true},
 		roots:   []sandbox.Root{{Path: work, Dev: dev, Ino: ino}},
 		env:     []string{"PATH=" + path, "HOME=" + filepath.Join(filepath.Dir(work), "home")},
+		log:     zap.NewNop(),
 	}
 	o.recordGit()
 	return o
@@ -130,30 +131,6 @@ func TestGitEntry(t *testing.T) {
 	o = gitTestOrchestrator(t, work, filepath.Join(work, "node_modules/.bin")+":/usr/bin")
 	if why := o.gitEntry(r, gitrepo.Entry{Key: "core.pager", Value: "less"}); !strings.Contains(why, "PATH") {
 		t.Errorf("a pager found on a PATH with a writable entry: %q; want it kept in the sandbox", why)
-	}
-}
-
-func TestShellStartup(t *testing.T) {
-	tests := []struct {
-		argv  []string
-		name  string
-		login bool
-	}{
-		{[]string{"/bin/bash", "-lc", "x"}, "bash", true},
-		{[]string{"bash", "-c", "x"}, "bash", false},
-		{[]string{"bash", "-O", "globstar", "-lc", "x"}, "bash", true},
-		{[]string{"bash", "-o", "pipefail", "-c", "x"}, "bash", false},
-		{[]string{"bash", "--login", "-c", "x"}, "bash", true},
-		{[]string{"-bash"}, "bash", true},
-		{[]string{"zsh", "-c", "x"}, "zsh", false},
-		{[]string{"dash", "-l"}, "sh", true},
-		{[]string{"bash", "script.sh", "-l"}, "bash", false},
-		{[]string{"python3", "-l"}, "", false},
-	}
-	for _, tt := range tests {
-		if name, login := shellStartup(tt.argv); name != tt.name || login != tt.login {
-			t.Errorf("shellStartup(%q) = %q, %v; want %q, %v", tt.argv, name, login, tt.name, tt.login)
-		}
 	}
 }
 
@@ -288,5 +265,69 @@ func TestGitStateFileIsRegular(t *testing.T) {
 	}
 	if _, err := os.Lstat(filepath.Join(dir, "elsewhere")); err == nil {
 		t.Error("appendLine followed the symlink")
+	}
+}
+
+// A submodule buried deeper than a launch protects (its .git past the
+// helper's budget of pins) is not taken for protected since start: execd
+// records what a launch protects, as the helper plans it.
+func TestGitDeepSubmodule(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := filepath.Join(base, "work")
+	gitHere(t, base, "init", "-q", "lib")
+	gitHere(t, filepath.Join(base, "lib"), "commit", "-q", "--allow-empty", "-m", "lib")
+	gitHere(t, base, "init", "-q", "work")
+	gitHere(t, work, "commit", "-q", "--allow-empty", "-m", "init")
+	for _, sub := range []string{"shallow", "a/b/c/d/e/f/g/h/i/deep"} {
+		gitHere(t, work, "submodule", "add", "-q", filepath.Join(base, "lib"), sub)
+	}
+	gitHere(t, work, "commit", "-q", "-m", "subs")
+	o := gitTestOrchestrator(t, work, "/usr/bin:/bin")
+	if !slices.Contains(o.submodulePaths, filepath.Join(work, "shallow", ".git")) ||
+		slices.Contains(o.submodulePaths, filepath.Join(work, "a/b/c/d/e/f/g/h/i/deep", ".git")) {
+		t.Errorf("submodules protected in every launch: %q; want shallow's, not deep's", o.submodulePaths)
+	}
+	if _, why := o.liftGit(call{argv: []string{"git", "status"}, cwd: work}); !strings.Contains(why, "a/b/c/d/e/f/g/h/i/deep was not protected") {
+		t.Errorf("git status with a submodule past the pins a launch gives it: %q; want it kept in the sandbox", why)
+	}
+	if _, why := o.liftGit(call{argv: []string{"git", "status"}, cwd: filepath.Join(work, "shallow")}); why != "" {
+		t.Errorf("git status in the shallow submodule: %q; want it lifted", why)
+	}
+	// A submodule whose .git execd does not take for a repository (git
+	// may: it is git's to say) keeps git in the sandbox.
+	gitHere(t, work, "rm", "-q", "-r", "--cached", "a")
+	if err := errors.Join(os.RemoveAll(filepath.Join(work, "a")), os.MkdirAll(filepath.Join(work, "odd"), 0o755),
+		os.WriteFile(filepath.Join(work, "odd", ".git"), []byte("not a gitdir line\n"), 0o644),
+		os.WriteFile(filepath.Join(work, ".gitmodules"), []byte("[submodule \"odd\"]\n\tpath = odd\n"), 0o644)); err != nil {
+		t.Fatal(err)
+	}
+	o = gitTestOrchestrator(t, work, "/usr/bin:/bin")
+	if _, why := o.liftGit(call{argv: []string{"git", "status"}, cwd: work}); !strings.Contains(why, "does not take for a repository") {
+		t.Errorf("git status with a submodule .git that is no repository to execd: %q; want it kept in the sandbox", why)
+	}
+}
+
+// A root whose .git leads nowhere yet is recorded like one without: a
+// sandboxed command may make what it leads to.
+func TestTaintDanglingGit(t *testing.T) {
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := filepath.Join(base, "work")
+	if err := errors.Join(os.MkdirAll(work, 0o755), os.Symlink("elsewhere/repo", filepath.Join(work, ".git"))); err != nil {
+		t.Fatal(err)
+	}
+	o := gitTestOrchestrator(t, work, "/usr/bin:/bin")
+	o.loadTaint()
+	o.taintRoots()
+	if !o.tainted[work] {
+		t.Errorf("a root whose .git leads nowhere: tainted %v; want it recorded", o.tainted)
 	}
 }

@@ -179,6 +179,47 @@ func pinAndProtect(p *Policy, outer, roots, inner []openRoot) error {
 	return pl.apply()
 }
 
+// Planned returns what a launch keeps read-only for the protected names
+// of each root that is not shared, and for each of submodules (the .git
+// of a submodule, or its directory) when nothing but
+// Policy.SubmodulePaths names it, each with a submodule's budget: the
+// submodule paths kept, and every read-only entry (whatever lies below
+// one is read-only too). It plans as a launch does, with execd's own
+// rights and nothing mounted: what execd may not look up is left out, and
+// a launch that has more to pin for other reasons only protects more.
+func Planned(roots []Root, names, submodules []string) (kept, readOnly []string, err error) {
+	all := make([]openRoot, len(roots))
+	for i, r := range roots {
+		all[i] = openRoot{Root: r, fd: -1}
+	}
+	outer, _ := splitNested(all)
+	pl := &plan{outer: outer, roots: roots, entries: map[string]*planned{}}
+	for _, r := range roots {
+		if r.Shared {
+			continue
+		}
+		if err := pl.protectNames(r, names); err != nil {
+			return nil, nil, err
+		}
+	}
+	for _, path := range submodules {
+		pl.budget = pinsPerSubmodule
+		if err := pl.protectBelow("/", path); err != nil {
+			return nil, nil, fmt.Errorf("protected path %s: %w", path, err)
+		}
+		if pl.entries[path] != nil {
+			kept = append(kept, path)
+		}
+	}
+	for _, e := range pl.entries {
+		if e.readOnly {
+			readOnly = append(readOnly, e.path)
+		}
+	}
+	slices.Sort(readOnly)
+	return kept, readOnly, nil
+}
+
 // maxSubmoduleDepth bounds how deep submodules of submodules are
 // protected, maxSubmodules how many in all for one root, and
 // pinsPerSubmodule the new entries one may add: a command that lists
@@ -195,8 +236,8 @@ const (
 // .gitmodules file of the working tree dir lists, like the top one, or
 // the submodule's directory while it has no .git: a user's git status at
 // the top runs git in each submodule, and so its fsmonitor and filters
-// (SPEC §8.2). Paths git itself refuses (absolute, or with a ".."
-// component) are skipped; so is a .gitmodules that does not parse.
+// (SPEC §8.2). Paths git itself refuses are skipped (gitrepo.Submodules
+// leaves them out); so is a .gitmodules that does not parse.
 func (pl *plan) protectSubmodules(dir string, depth int) error {
 	if depth >= maxSubmoduleDepth {
 		return nil
@@ -206,9 +247,6 @@ func (pl *plan) protectSubmodules(dir string, depth int) error {
 		return nil
 	}
 	for _, sub := range subs {
-		if filepath.IsAbs(sub) || slices.Contains(strings.Split(sub, "/"), "..") {
-			continue
-		}
 		if pl.submodules--; pl.submodules < 0 {
 			return nil
 		}

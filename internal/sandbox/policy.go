@@ -173,7 +173,7 @@ func ProtectedPaths(roots, names, paths []string) []string {
 	submodules = func(dir string, depth int) {
 		subs, _ := gitrepo.Submodules(dir)
 		for _, sub := range subs {
-			if depth < 3 && !filepath.IsAbs(sub) && !slices.Contains(strings.Split(sub, "/"), "..") {
+			if depth < 3 {
 				if left--; left < 0 {
 					return
 				}
