@@ -45,8 +45,10 @@ type wrapper struct {
 	// shell script instead of an argv.
 	script bool
 	// changesEnv are options that change the command's environment or
-	// directory (NAME=VALUE words always do).
-	changesEnv string
+	// directory (NAME=VALUE words always do), and changesEnvLong the
+	// long ones.
+	changesEnv     string
+	changesEnvLong []string
 }
 
 // wrappers are the programs of that kind the policy looks through, by
@@ -54,7 +56,8 @@ type wrapper struct {
 // the command's place.
 var wrappers = map[string]wrapper{
 	"env": {valued: "uCS", flags: "i0v", longVal: []string{"--unset", "--chdir", "--split-string"},
-		longFlag: []string{"--ignore-environment", "--null", "--debug"}, assigns: true, opaque: "S", changesEnv: "iuC"},
+		longFlag: []string{"--ignore-environment", "--null", "--debug"}, assigns: true, opaque: "S", changesEnv: "iuC",
+		changesEnvLong: []string{"--unset", "--chdir", "--ignore-environment"}},
 	"nohup": {},
 	"timeout": {valued: "sk", flags: "v", longVal: []string{"--signal", "--kill-after"},
 		longFlag: []string{"--preserve-status", "--foreground", "--verbose"}, operands: 1},
@@ -66,11 +69,12 @@ var wrappers = map[string]wrapper{
 	"setsid":  {flags: "cfw", longFlag: []string{"--ctty", "--fork", "--wait"}},
 	"xargs": {valued: "adEILnPs", flags: "0oprtxile", longVal: []string{"--arg-file", "--delimiter", "--eof", "--replace",
 		"--max-lines", "--max-args", "--max-procs", "--max-chars", "--process-slot-var"}, longFlag: []string{"--null",
-		"--open-tty", "--interactive", "--no-run-if-empty", "--verbose", "--exit", "--show-limits"}},
+		"--open-tty", "--interactive", "--no-run-if-empty", "--verbose", "--exit", "--show-limits"},
+		changesEnvLong: []string{"--process-slot-var"}}, // sets NAME (PATH, say) for the command
 	"sudo": {valued: "ugCDhprtTU", flags: "AbEHkKnPSsilvV", changesEnv: "EDH", longVal: []string{"--user", "--group", "--close-from", "--chdir",
 		"--host", "--prompt", "--role", "--type", "--command-timeout", "--other-user"}, longFlag: []string{"--askpass",
 		"--background", "--preserve-env", "--set-home", "--reset-timestamp", "--non-interactive", "--preserve-groups",
-		"--stdin"}, assigns: true, opaque: "si", noCommand: "lvVkK"},
+		"--stdin"}, assigns: true, opaque: "si", noCommand: "lvVkK", changesEnvLong: []string{"--preserve-env", "--chdir", "--set-home"}},
 	"doas":    {valued: "uC", flags: "nsL", opaque: "s", noCommand: "L"},
 	"ionice":  {valued: "cnpPu", flags: "t", noCommand: "pPu"},
 	"taskset": {flags: "acp", operands: 1, noCommand: "p"},
@@ -167,12 +171,10 @@ options:
 					i++
 				}
 				r.opaque = r.opaque || opt == "--split-string"
-				r.env = r.env || (name == "env" && (opt == "--unset" || opt == "--chdir"))
 			case !slices.Contains(w.longFlag, opt):
 				r.opaque = true
-			default:
-				r.env = r.env || opt == "--ignore-environment" || opt == "--preserve-env"
 			}
+			r.env = r.env || slices.Contains(w.changesEnvLong, opt)
 		case len(a) < 2 || a[0] != '-':
 			break options
 		case name == "nice" && isDigits(a[1:]): // nice -10

@@ -47,6 +47,12 @@ func dangerousToExec(argv []string) bool {
 var readOnlyTools = []string{"cat", "cd", "cut", "echo", "expr", "false", "grep", "head", "id", "ls", "nl",
 	"paste", "pwd", "rev", "seq", "stat", "tail", "tr", "true", "uname", "wc", "which", "whoami"}
 
+// TakesAnyArguments reports whether the program argv0 only reads,
+// whatever arguments it gets (readOnlyTools): behind xargs, which adds
+// arguments a sandboxed command may have written, no other command
+// leaves the sandbox.
+func TakesAnyArguments(argv0 string) bool { return slices.Contains(readOnlyTools, programName(argv0)) }
+
 // systemDirs hold the programs a path may name and still be known: a
 // relative or other path (./cat, node_modules/.bin/ls) runs whatever file
 // is there.

@@ -355,9 +355,10 @@ type seen struct {
 	// run in (an assignment, export, env PATH=…, cd), so what they run
 	// and read is not what the policy finds.
 	env bool
-	// grows: a command that may write files or run programs given the
-	// right arguments (MayWriteFiles) gets more when it runs (xargs sed),
-	// which no rule has seen.
+	// grows: a command that gets more arguments when it runs (xargs sed
+	// with what a sandboxed command wrote), which no rule has seen, is
+	// one that some arguments make write or run something (any but
+	// TakesAnyArguments').
 	grows   bool
 	planted func(argv0 string) bool
 }
@@ -389,7 +390,7 @@ func (s *seen) look(cmd []string, depth int) {
 	}
 	s.opaque = s.opaque || r.opaque
 	s.env = s.env || r.env
-	s.grows = s.grows || (r.appends && slices.ContainsFunc(r.cmds, func(c []string) bool { return MayWriteFiles(c[0]) }))
+	s.grows = s.grows || (r.appends && slices.ContainsFunc(r.cmds, func(c []string) bool { return !TakesAnyArguments(c[0]) }))
 	for _, c := range r.cmds {
 		s.add(c, depth+1)
 	}

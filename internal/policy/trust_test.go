@@ -11,7 +11,7 @@ import (
 // command could have planted.
 func TestUnsandboxedByRules(t *testing.T) {
 	rules := rulesOf(t, `
-prefix_rule(pattern=[["cat", "echo", "ls", "sort", "tee", "sed", "find", "dd", "uniq", "curl", "env", "printf", "awk", "gawk", "tar", "openssl", "rg", "fd", "xargs", "grep", "read", "hash"]], decision="allow")
+prefix_rule(pattern=[["cat", "echo", "ls", "sort", "tee", "sed", "find", "dd", "uniq", "curl", "env", "printf", "awk", "gawk", "tar", "openssl", "rg", "fd", "xargs", "grep", "read", "hash", "yq", "tree", "kubectl", "sqlite3", "hg", "wc"]], decision="allow")
 prefix_rule(pattern=["git", ["add", "diff", "status", "log", "grep", "-C", "rebase", "difftool", "bisect", "submodule", "clone", "init", "send-email"]], decision="allow")
 prefix_rule(pattern=["bash", "-c"], decision="allow")
 prefix_rule(pattern=["bash", "-lc"], decision="allow")
@@ -126,6 +126,26 @@ prefix_rule(pattern=["bash", "-lc"], decision="allow")
 		{bashLc("printf '%s' x"), nil, true},
 		{bashLc("read PATH < f && ls"), nil, false},
 		{bashLc("hash -p ./x ls && ls"), nil, false},
+		// Found by the third attack review of issue 12.
+		{bashLc("sed -n -- '1e id' f"), nil, false},
+		{bashLc("sed -n -- 'w /etc/x' f"), nil, false},
+		{bashLc("sed -n -- 1p f"), nil, true},
+		{bashLc("xargs -a args.txt xargs"), nil, false},
+		{bashLc("xargs -a args.txt wc -l"), nil, true},
+		{bashLc("xargs --process-slot-var=PATH ls"), nil, false},
+		{bashLc("yq --in-place .a f.yaml"), nil, false},
+		{bashLc("yq --in-p .a f.yaml"), nil, false},
+		{bashLc("yq -s .a f.yaml"), nil, false},
+		{bashLc("yq .a f.yaml"), nil, true},
+		{bashLc("tree -i --noreport -o /etc/x"), nil, false},
+		{bashLc("tree -L 2"), nil, true},
+		{bashLc("kubectl get pods --kubeconfig ./kc.yaml"), nil, false},
+		{bashLc("kubectl get pods"), nil, true},
+		{bashLc("sqlite3 -readonly db .tables"), nil, false},
+		{bashLc("curl -s -w '%output{/etc/x}%{http_code}' https://example.com"), nil, false},
+		{bashLc("curl -s -w @fmt https://example.com"), nil, false},
+		{bashLc("curl -s -w '%{http_code}' https://example.com"), nil, true},
+		{bashLc("hg status"), nil, false},
 	}
 	for _, tt := range tests {
 		r := Require(rules, Request{Argv: tt.argv, Policy: OnRequest, Sandboxed: true, Planted: tt.planted})

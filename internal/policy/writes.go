@@ -21,15 +21,6 @@ func WritesFiles(argv []string) bool {
 	return ok && w(argv[1:])
 }
 
-// MayWriteFiles reports whether some arguments would make the program
-// argv0 write a file or run a program they name (WritesFiles knows it):
-// a command that gets arguments only when it runs (behind xargs) is
-// not lifted from the sandbox when it is one of those.
-func MayWriteFiles(argv0 string) bool {
-	_, ok := writers[filepath.Base(argv0)]
-	return ok
-}
-
 // writers are the programs WritesFiles knows, by base name, each with
 // the test of its arguments.
 var writers = map[string]func(args []string) bool{
@@ -52,7 +43,11 @@ var writers = map[string]func(args []string) bool{
 		return slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "of=") })
 	},
 	"curl": func(args []string) bool {
-		return hasOption(args, "o", "--output") || hasOption(args, "O", "--remote-name") ||
+		// -w '%output{FILE}' (curl 8.3) writes, and so may a format
+		// read from a file (-w @FILE).
+		writeOut := slices.ContainsFunc(args, func(a string) bool { return strings.Contains(a, "%output{") }) ||
+			slices.ContainsFunc(optionValues(args, "w", "--write-out"), func(v string) bool { return strings.HasPrefix(v, "@") })
+		return writeOut || hasOption(args, "o", "--output") || hasOption(args, "O", "--remote-name") ||
 			hasOption(args, "D", "--dump-header") || hasOption(args, "c", "--cookie-jar") ||
 			hasOption(args, "K", "--config") || slices.ContainsFunc(args, func(a string) bool {
 			for _, o := range []string{"--remote-name-all", "--output-dir", "--trace", "--trace-ascii", "--libcurl",
@@ -77,7 +72,9 @@ var writers = map[string]func(args []string) bool{
 	"less": func(args []string) bool {
 		return hasOption(args, "o", "--log-file") || hasOption(args, "O", "--LOG-FILE")
 	},
-	"yq":   func(args []string) bool { return hasOption(args, "i", "--inplace") },
+	// mikefarah's yq (-i, --inplace, -s writes a file per document) and
+	// the python yq of Debian with its xq and tomlq (--in-place).
+	"yq": yqWrites, "xq": yqWrites, "tomlq": yqWrites,
 	"time": outputOption,
 	"rg": func(args []string) bool {
 		// A preprocessor, the decompressors of -z (found on PATH), and
@@ -86,6 +83,28 @@ var writers = map[string]func(args []string) bool{
 	},
 	"fd":     fdWrites,
 	"fdfind": fdWrites,
+	"tree":   func(args []string) bool { return hasOption(args, "o", "") },
+	// A kubeconfig names programs (users[].user.exec) it runs.
+	"kubectl": kubeconfigOption, "helm": kubeconfigOption,
+	// SQL writes files (VACUUM INTO, ATTACH) and dot-commands run
+	// programs (.shell, .system): a rule for sqlite3 is one for all of it.
+	"sqlite3": func([]string) bool { return true },
+	"xmllint": func(args []string) bool { return hasOption(args, "", "--output") },
+	"bat":     batWrites, "batcat": batWrites,
+	"ag": func(args []string) bool { return hasOption(args, "", "--pager") },
+	// Other version control systems read their repository's
+	// configuration, which names hooks; execd checks git's only.
+	"hg": func([]string) bool { return true }, "jj": func([]string) bool { return true },
+}
+
+func yqWrites(args []string) bool {
+	return hasOption(args, "i", "--inplace") || hasOption(args, "", "--in-place") || hasOption(args, "s", "--split-exp")
+}
+
+func kubeconfigOption(args []string) bool { return hasOption(args, "", "--kubeconfig") }
+
+func batWrites(args []string) bool {
+	return hasOption(args, "", "--pager") || hasOption(args, "", "--paging")
 }
 
 func outputOption(args []string) bool { return hasOption(args, "o", "--output") }
@@ -118,6 +137,29 @@ func hasOption(args []string, s, long string) bool {
 	return false
 }
 
+// optionValues returns the values args give the option -s (-s V, -sV)
+// or --long (--long V, --long=V).
+func optionValues(args []string, s, long string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return out
+		case a == "-"+s || a == long:
+			if i+1 < len(args) {
+				out = append(out, args[i+1])
+				i++
+			}
+		case strings.HasPrefix(a, long+"="):
+			out = append(out, a[len(long)+1:])
+		case len(a) > 2 && strings.HasPrefix(a, "-"+s):
+			out = append(out, a[2:])
+		}
+	}
+	return out
+}
+
 // sedWrites reports whether sed edits in place, reads its script from a
 // file, or has a script that may write or execute (w, W, e: any such
 // letter counts, which also stops some scripts that only read). Options
@@ -130,6 +172,9 @@ func sedWrites(args []string) bool {
 		opt, val, hasVal := strings.Cut(a, "=")
 		switch {
 		case a == "--":
+			if !script && i+1 < len(args) {
+				scripts = append(scripts, args[i+1]) // the first operand, after -- too
+			}
 			i = len(args)
 		case strings.HasPrefix(a, "--"):
 			switch long := longName(opt, "--expression", "--file", "--in-place", "--line-length", "--null-data",
