@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"os"
+	"os/user"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -9,6 +10,31 @@ import (
 
 	"github.com/execd/execd/internal/sandbox"
 )
+
+func TestShellStartup(t *testing.T) {
+	tests := []struct {
+		argv []string
+		want shellStart
+	}{
+		{[]string{"/bin/bash", "-lc", "x"}, shellStart{name: "bash", login: true}},
+		{[]string{"bash", "-c", "x"}, shellStart{name: "bash"}},
+		{[]string{"bash", "-O", "globstar", "-lc", "x"}, shellStart{name: "bash", login: true}},
+		{[]string{"bash", "-o", "pipefail", "-c", "x"}, shellStart{name: "bash"}},
+		{[]string{"bash", "--login", "-c", "x"}, shellStart{name: "bash", login: true}},
+		{[]string{"-bash"}, shellStart{name: "bash", login: true}},
+		{[]string{"zsh", "-c", "x"}, shellStart{name: "zsh"}},
+		{[]string{"zsh", "-ic", "x"}, shellStart{name: "zsh", interactive: true}},
+		{[]string{"bash", "--rcfile", "./rc", "-ic", "x"}, shellStart{name: "bash", interactive: true, rcfile: "./rc"}},
+		{[]string{"dash", "-l"}, shellStart{name: "sh", login: true}},
+		{[]string{"bash", "script.sh", "-l"}, shellStart{name: "bash"}},
+		{[]string{"python3", "-l"}, shellStart{}},
+	}
+	for _, tt := range tests {
+		if got := shellStartup(tt.argv); got != tt.want {
+			t.Errorf("shellStartup(%q) = %+v; want %+v", tt.argv, got, tt.want)
+		}
+	}
+}
 
 func TestStartupRefs(t *testing.T) {
 	env := map[string]string{"HOME": "/home/u", "PATH": "/w/bin:/usr/bin"}
@@ -22,37 +48,50 @@ for i in /etc/profile.d/*.sh; do . $i; done
 source .env.local
 alias p='cd ~/proj/$X'
 echo https://example.com ${HOME:-/x}/y
+export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
+export PATH="./node_modules/.bin:$PATH:"
+. "$SDK/init.sh"
 `
 	type ref struct {
-		path, dir      string
-		source, follow bool
+		path, dir                 string
+		source, follow, pathEntry bool
 	}
 	var got []ref
-	for _, r := range startupRefs(text, getenv) {
-		got = append(got, ref{r.path, r.dir, r.source, r.follow})
+	refs, vars := startupRefs(text, map[string]string{"SDK": "/opt/sdk"}, getenv)
+	for _, r := range refs {
+		got = append(got, ref{r.path, r.dir, r.source, r.follow, r.pathEntry})
 	}
 	want := []ref{
-		{"/home/u/.profile", "/home/u/.profile", false, false}, // comments count
-		{"/home/u/.cargo/env", "/home/u/.cargo/env", true, true},
-		{"/home/u/.cargo/bin", "/home/u/.cargo/bin", false, false},
-		{"/home/u/.nvm", "/home/u/.nvm", false, false},
-		{"/home/u/.nvm/nvm.sh", "/home/u/.nvm/nvm.sh", false, false},
-		{"/home/u/.nvm/nvm.sh", "/home/u/.nvm/nvm.sh", true, true},
-		{"/etc/profile.d/*.sh", "/etc/profile.d", false, true},
-		{"", "", true, false}, // . $i: nothing certain
-		{".env.local", "", true, true},
-		{"", "/home/u/proj", false, false},
-		{"//example.com", "/example.com", false, false},
+		{"/home/u/.profile", "/home/u/.profile", false, false, false}, // comments count
+		{"/home/u/.cargo/env", "/home/u/.cargo/env", true, true, false},
+		{"/home/u/.cargo/bin", "/home/u/.cargo/bin", false, false, false},
+		{"/home/u/.nvm", "/home/u/.nvm", false, false, false},
+		{"/home/u/.nvm/nvm.sh", "/home/u/.nvm/nvm.sh", false, false, false},
+		{"/home/u/.nvm/nvm.sh", "/home/u/.nvm/nvm.sh", true, true, false},
+		{"/etc/profile.d/*.sh", "/etc/profile.d", false, true, false},
+		{"", "", true, false, false}, // . $i: nothing certain
+		{".env.local", "", true, true, false},
+		{"", "/home/u/proj", false, false, false},
+		{"//example.com", "/example.com", false, false, false},
+		{"/home/u/y", "/home/u/y", false, false, false},
+		{"/home/u/.cargo/bin", "/home/u/.cargo/bin", false, false, false}, // ${CARGO_HOME:-$HOME/.cargo}
+		{"", "", false, false, true},                                      // ./node_modules/.bin
+		{"", "", false, false, true},                                      // the empty entry after $PATH
+		{"/opt/sdk/init.sh", "/opt/sdk/init.sh", true, true, false},       // SDK from the file before
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("startupRefs:\n got %v\nwant %v", got, want)
+	}
+	if vars["NVM_DIR"] != "/home/u/.nvm" || vars["PATH"] != unknownValue || vars["SDK"] != "/opt/sdk" {
+		t.Errorf("variables left: %q", vars)
 	}
 }
 
 func FuzzStartupRefs(f *testing.F) {
 	f.Add(". \"$HOME/.cargo/env\"\nexport PATH=\"${HOME}/bin:$PATH\"\nX=~/a; . $X/b\n")
 	f.Fuzz(func(t *testing.T, text string) {
-		for _, r := range startupRefs(text, func(k string) string { return "/home/" + k }) {
+		refs, _ := startupRefs(text, nil, func(k string) string { return "/home/" + k })
+		for _, r := range refs {
 			if r.dir != "" && (!filepath.IsAbs(r.dir) || filepath.Clean(r.dir) != r.dir) {
 				t.Fatalf("%q: dir %q is not a clean absolute path", text, r.dir)
 			}
@@ -92,12 +131,15 @@ func TestStartupNames(t *testing.T) {
 		"":                                  "",
 		"export PATH=\"$HOME/bin:$PATH\"\n": "",
 		". \"$HOME/.cargo/env\"\n":          "names $HOME/.cargo/env",
-		"export PATH=\"$HOME/.cargo/bin:$PATH\"\n":     "names $HOME/.cargo/bin",
-		"for f in ~/rc.d/*; do . \"$f\"; done\n":       "",
-		". ./.env\n":                                   "sources ./.env",
-		"W=" + work + "\n. \"$W/x\"\n":                 "names " + work,
-		". " + filepath.Join(home, "more") + "\n":      "names " + filepath.Join(work, "tools"),
-		"cd " + filepath.Join(work, "$PROJECT") + "\n": "names " + filepath.Join(work, "$PROJECT"),
+		"export PATH=\"$HOME/.cargo/bin:$PATH\"\n":                "names $HOME/.cargo/bin",
+		"for f in ~/rc.d/*; do . \"$f\"; done\n":                  "",
+		". ./.env\n":                                              "sources ./.env",
+		"W=" + work + "\n. \"$W/x\"\n":                            "names " + work,
+		". " + filepath.Join(home, "more") + "\n":                 "names " + filepath.Join(work, "tools"),
+		"export PATH=\"./node_modules/.bin:$PATH\"\n":             "adds the PATH entry \"./node_modules/.bin\"",
+		"PATH=$PATH:\n":                                           "adds the PATH entry \"\"",
+		"export PATH=\"${CARGO_HOME:-$HOME/.cargo}/bin:$PATH\"\n": "names ${CARGO_HOME:-$HOME/.cargo}/bin",
+		"cd " + filepath.Join(work, "$PROJECT") + "\n":            "names " + filepath.Join(work, "$PROJECT"),
 	} {
 		if err := os.WriteFile(profile, []byte(text), 0o644); err != nil {
 			t.Fatal(err)
@@ -122,5 +164,31 @@ func TestStartupNames(t *testing.T) {
 	}
 	if why := o.startupWhy(call{argv: []string{"/bin/bash", "-c", "ls"}, cwd: work}); why != "" {
 		t.Errorf("not a login shell: %q", why)
+	}
+	if err := os.Remove(profile); err != nil {
+		t.Fatal(err)
+	}
+	// zsh reads its login files from the ZDOTDIR its .zshenv sets.
+	zd := filepath.Join(home, "zd")
+	if err := os.MkdirAll(zd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".zshenv"), []byte("export ZDOTDIR=\"$HOME/zd\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(zd, ".zprofile"), []byte(". ~/.cargo/env\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if why := o.startupWhy(call{argv: []string{"zsh", "-lc", "ls"}, cwd: work}); !strings.Contains(why, "zd/.zprofile, which names ~/.cargo/env") {
+		t.Errorf("zsh with ZDOTDIR set in .zshenv: %q; want its .zprofile read", why)
+	}
+	// An interactive shell reads its rc file.
+	if why := o.startupWhy(call{argv: []string{"bash", "--rcfile", "./rc", "-ic", "ls"}, cwd: work}); !strings.Contains(why, filepath.Join(work, "rc")) {
+		t.Errorf("bash --rcfile ./rc -i in the workspace: %q; want the shell kept in the sandbox", why)
+	}
+	// Without HOME, the shell's home is the user's.
+	o.env = []string{"PATH=/usr/bin:/bin"}
+	if u, err := user.Current(); err == nil && o.shellHome() != u.HomeDir {
+		t.Errorf("shellHome without HOME = %q; want the user's, %q", o.shellHome(), u.HomeDir)
 	}
 }
