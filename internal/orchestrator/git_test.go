@@ -153,13 +153,7 @@ func gitHere(t *testing.T, dir string, args ...string) {
 // than the helper protects. And what git clone and git init take
 // GIT_DIR for decides how they are named.
 func TestGitTrustMadeEarlier(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("no git")
-	}
-	base, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	base := gitTempDir(t)
 	work := filepath.Join(base, "work")
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		t.Fatal(err)
@@ -272,13 +266,7 @@ func TestGitStateFileIsRegular(t *testing.T) {
 // helper's budget of pins) is not taken for protected since start: execd
 // records what a launch protects, as the helper plans it.
 func TestGitDeepSubmodule(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("no git")
-	}
-	base, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	base := gitTempDir(t)
 	work := filepath.Join(base, "work")
 	gitHere(t, base, "init", "-q", "lib")
 	gitHere(t, filepath.Join(base, "lib"), "commit", "-q", "--allow-empty", "-m", "lib")
@@ -330,4 +318,18 @@ func TestTaintDanglingGit(t *testing.T) {
 	if !o.tainted[work] {
 		t.Errorf("a root whose .git leads nowhere: tainted %v; want it recorded", o.tainted)
 	}
+}
+
+// gitTempDir returns a temporary directory, by its physical path, for a
+// test that runs git, which it skips without one.
+func gitTempDir(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return base
 }
