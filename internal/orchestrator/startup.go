@@ -26,75 +26,111 @@ import (
 // startupWhy says why a shell of the call must not run outside the
 // sandbox, or "": it would read a startup file a sandboxed command could
 // have written, or one that names a path within reach (startupScan):
-// $BASH_ENV and $ENV; zsh's zshenv files always, and the rest from the
-// ZDOTDIR they leave; for a login shell (-l, --login, or one a script
-// starts so) the profiles of /etc and of the home directory (.profile,
-// .bash_profile, .bash_login, .bashrc, .bash_logout, and zsh's); for an
-// interactive one (-i) bash's rc file (--rcfile, or .bashrc) and zsh's
-// .zshrc. The home directory is $HOME, else the user's in the password
-// database, as the shell takes it. A home inside a writable root makes
-// every such call stay in the sandbox, since a missing file there can be
-// made.
+// $BASH_ENV and $ENV; zsh's zshenv files always, and the rest from each
+// ZDOTDIR the files may set; for a login shell (-l, --login, or one a
+// script starts so) the profiles of /etc and of the home directory
+// (.profile, .bash_profile, .bash_login, .bashrc, .bash_logout, and
+// zsh's); for an interactive one (-i) bash's rc file (--rcfile, or
+// .bashrc) and zsh's .zshrc. The home directory is $HOME, else the
+// user's in the password database, as the shell takes it. A home inside
+// a writable root makes every such call stay in the sandbox, since a
+// missing file there can be made. A shell a call starts in an
+// environment of its own making (exec -l, env HOME=…) reads what execd
+// cannot tell.
 func (o *Orchestrator) startupWhy(c call) string {
-	home, zdot := o.shellHome(), o.getenv("ZDOTDIR")
+	shells := []shellStart{shellStartup(c.argv)}
+	nested := false
+	for _, cmd := range policy.ScriptCommands(c.argv) {
+		if sh := shellStartup(cmd); sh.name != "" {
+			shells, nested = append(shells, sh), true
+		}
+	}
+	if shells[0].name == "" && !nested {
+		return ""
+	}
+	if nested && policy.SetsEnvironment(c.argv) {
+		return "it starts a shell in an environment of its own making (exec -l, env HOME=…), whose startup files execd cannot tell"
+	}
+	home := o.shellHome()
+	zdot := o.getenv("ZDOTDIR")
 	if zdot == "" {
 		zdot = home
 	}
-	scan := &startupScan{o: o, vars: map[string]string{}, read: map[string]bool{}}
-	for _, cmd := range append([][]string{c.argv}, policy.ScriptCommands(c.argv)...) {
-		sh := shellStartup(cmd)
-		if sh.name == "" {
-			continue
-		}
-		var env []string
-		for _, v := range []string{"BASH_ENV", "ENV"} {
-			if p := o.getenv(v); p != "" {
-				env = append(env, gitrepo.ExpandHome(p, home))
-			}
-		}
-		zd := zdot
-		if sh.name == "zsh" {
-			env = append(env, "/etc/zshenv", "/etc/zsh/zshenv", filepath.Join(zdot, ".zshenv"))
-		}
-		if why := scan.check(env); why != "" {
-			return why
-		}
-		if v, ok := scan.vars["ZDOTDIR"]; ok && sh.name == "zsh" {
-			if v == unknownValue || !filepath.IsAbs(v) {
-				return "its zsh's startup files set ZDOTDIR to a directory execd cannot tell"
-			}
-			zd = v
-		}
+	scan := &startupScan{o: o, vars: startupVars{"PWD": {c.cwd}, "ZDOTDIR": {zdot}}}
+	for pass := 0; pass < startupPasses; pass++ {
 		var files []string
-		if sh.login {
-			files = append(files, "/etc/profile", "/etc/bash.bashrc", "/etc/zprofile", "/etc/zsh/zprofile",
-				"/etc/zlogin", "/etc/zsh/zlogin", "/etc/zlogout", "/etc/zsh/zlogout")
-			for _, f := range []string{".profile", ".bash_profile", ".bash_login", ".bashrc", ".bash_logout"} {
-				files = append(files, filepath.Join(home, f))
+		for _, sh := range shells {
+			f, why := scan.files(sh, home, c.cwd)
+			if why != "" {
+				return why
 			}
-			for _, f := range []string{".zprofile", ".zshrc", ".zlogin", ".zlogout"} {
-				files = append(files, filepath.Join(zd, f))
-			}
+			files = append(files, f...)
 		}
-		if sh.interactive {
-			switch {
-			case sh.rcfile != "":
-				rc := sh.rcfile
-				if !filepath.IsAbs(rc) {
-					rc = filepath.Join(c.cwd, rc)
-				}
-				files = append(files, rc)
-			case sh.name == "bash":
-				files = append(files, "/etc/bash.bashrc", filepath.Join(home, ".bashrc"))
-			case sh.name == "zsh":
-				files = append(files, "/etc/zshrc", "/etc/zsh/zshrc", filepath.Join(zd, ".zshrc"))
-			}
-		}
+		before := maps.Clone(scan.vars)
 		if why := scan.check(files); why != "" {
 			return why
 		}
+		if scan.vars.equal(before) {
+			break // nothing assigned that a second reading could use
+		}
 	}
 	return ""
+}
+
+// files returns the startup files the shell sh reads, in the order it
+// reads them, for each ZDOTDIR the files read so far may leave.
+func (s *startupScan) files(sh shellStart, home, cwd string) ([]string, string) {
+	if sh.name == "" {
+		return nil, ""
+	}
+	var env, files []string
+	for _, v := range []string{"BASH_ENV", "ENV"} {
+		if p := s.o.getenv(v); p != "" {
+			env = append(env, gitrepo.ExpandHome(p, home))
+		}
+	}
+	zds := s.vars["ZDOTDIR"]
+	for _, zd := range zds {
+		if zd == unknownValue || !filepath.IsAbs(zd) {
+			return nil, "its zsh's startup files set ZDOTDIR to a directory execd cannot tell"
+		}
+	}
+	inZD := func(names ...string) {
+		for _, zd := range zds {
+			for _, n := range names {
+				files = append(files, filepath.Join(zd, n))
+			}
+		}
+	}
+	files = env
+	if sh.name == "zsh" {
+		files = append(files, "/etc/zshenv", "/etc/zsh/zshenv")
+		inZD(".zshenv")
+	}
+	if sh.login {
+		files = append(files, "/etc/profile", "/etc/bash.bashrc", "/etc/zprofile", "/etc/zsh/zprofile",
+			"/etc/zlogin", "/etc/zsh/zlogin", "/etc/zlogout", "/etc/zsh/zlogout")
+		for _, f := range []string{".profile", ".bash_profile", ".bash_login", ".bashrc", ".bash_logout"} {
+			files = append(files, filepath.Join(home, f))
+		}
+		inZD(".zprofile", ".zshrc", ".zlogin", ".zlogout")
+	}
+	if sh.interactive {
+		switch {
+		case sh.rcfile != "":
+			rc := sh.rcfile
+			if !filepath.IsAbs(rc) {
+				rc = filepath.Join(cwd, rc)
+			}
+			files = append(files, rc)
+		case sh.name == "bash":
+			files = append(files, "/etc/bash.bashrc", filepath.Join(home, ".bashrc"))
+		case sh.name == "zsh":
+			files = append(files, "/etc/zshrc", "/etc/zsh/zshrc")
+			inZD(".zshrc")
+		}
+	}
+	return files, ""
 }
 
 func (o *Orchestrator) getenv(k string) string { v, _ := lookupEnv(o.env, k); return v }
@@ -134,45 +170,102 @@ func shellStartup(cmd []string) shellStart {
 		return shellStart{}
 	}
 	sh.login = strings.HasPrefix(cmd[0], "-")
+	// option sets what an option of that name (zsh's -o NAME or --NAME,
+	// whose case and underscores do not count) turns on.
+	option := func(name string) {
+		name = strings.ReplaceAll(strings.ToLower(name), "_", "")
+		sh.login = sh.login || name == "login"
+		sh.interactive = sh.interactive || name == "interactive"
+	}
 	for i := 1; i < len(cmd); i++ {
 		a := cmd[i]
 		switch {
 		case a == "--" || a == "-" || !strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "+"):
 			return sh // options end
-		case a == "--login":
-			sh.login = true
-		case a == "--interactive":
-			sh.interactive = true
 		case (a == "--rcfile" || a == "--init-file") && i+1 < len(cmd):
 			i++
 			sh.rcfile = cmd[i]
 		case a == "--emulate":
 			i++
 		case strings.HasPrefix(a, "--"):
+			option(a[2:])
 		default: // a cluster; -o and -O take the next word
 			sh.login = sh.login || (a[0] == '-' && strings.Contains(a, "l"))
 			sh.interactive = sh.interactive || (a[0] == '-' && strings.Contains(a, "i"))
-			i += strings.Count(a, "o") + strings.Count(a, "O")
+			for range strings.Count(a, "o") + strings.Count(a, "O") {
+				if i++; i < len(cmd) && a[0] == '-' {
+					option(cmd[i])
+				}
+			}
 		}
 	}
 	return sh
 }
 
-// Bounds on what a startupScan reads for one call: files in all, bytes
-// in each, and how deep one names the next.
+// Bounds on what a startupScan reads for one call: files (that exist)
+// in all, bytes in each, how deep one names the next, and how often the
+// whole is read.
 const (
 	maxStartupFiles = 32
 	maxStartupSize  = 256 << 10
 	maxStartupDepth = 4
+	startupPasses   = 2
 )
 
-// startupScan checks startup files in the order a shell reads them,
-// carrying the variables each leaves to the next (and to what it
-// sources).
+// startupVars are the values each variable may have while startup files
+// run: the environment's and every value any file read assigns it, none
+// replacing another (an assignment may be conditional, commented out, in
+// a file the shell skips, or undone by unset), each list sorted without
+// repeats; unknownValue for what execd cannot expand. A variable with
+// more than maxValues is unknown.
+type startupVars map[string][]string
+
+// Bounds on the values of a variable, and on the paths one word may
+// stand for (more keeps the call in the sandbox).
+const (
+	maxValues     = 16
+	maxExpansions = 64
+)
+
+func (v startupVars) equal(w startupVars) bool { return maps.EqualFunc(v, w, slices.Equal[[]string]) }
+
+// add returns v with name's values grown by more.
+func (v startupVars) add(name string, more []string) startupVars {
+	vals := slices.Concat(v[name], more)
+	slices.Sort(vals)
+	vals = slices.Compact(vals)
+	if len(vals) > maxValues {
+		vals = []string{unknownValue}
+	}
+	if slices.Equal(vals, v[name]) {
+		return v
+	}
+	v = maps.Clone(v)
+	v[name] = vals
+	return v
+}
+
+// startupScan checks the startup files a shell reads, carrying the
+// values the files assign to every file read after them (and to what
+// they source); startupWhy reads all twice, so that a value assigned
+// late counts early too.
 type startupScan struct {
-	o    *Orchestrator
-	vars map[string]string
-	read map[string]bool
+	o     *Orchestrator
+	vars  startupVars
+	steer map[string]bool // steerable's answers, for the call
+}
+
+// steerable is o.steerable, each path asked once for the call.
+func (s *startupScan) steerable(path string) bool {
+	v, ok := s.steer[path]
+	if !ok {
+		if s.steer == nil {
+			s.steer = map[string]bool{}
+		}
+		v = s.o.steerable(path)
+		s.steer[path] = v
+	}
+	return v
 }
 
 // check says why files (read in turn) may run something a sandboxed
@@ -190,21 +283,19 @@ func (s *startupScan) check(files []string) string {
 	}
 	var todo []item
 	for _, f := range files {
-		if !filepath.IsAbs(f) || s.o.steerable(f) {
+		if !filepath.IsAbs(f) || s.steerable(f) {
 			return fmt.Sprintf("its shell reads %s, which a sandboxed command could have written", f)
 		}
 		todo = append(todo, item{f, 0})
 	}
+	read, found := map[string]bool{}, 0
 	for len(todo) > 0 {
 		it := todo[0]
 		todo = todo[1:]
-		if s.read[it.path] {
+		if read[it.path] {
 			continue
 		}
-		s.read[it.path] = true
-		if len(s.read) > maxStartupFiles {
-			return fmt.Sprintf("its shell's startup files name more than the %d files execd checks", maxStartupFiles)
-		}
+		read[it.path] = true
 		refs, vars, err := s.o.startup.scan(it.path, s.vars, s.o.startupEnv)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
@@ -212,14 +303,19 @@ func (s *startupScan) check(files []string) string {
 		case err != nil:
 			return fmt.Sprintf("its shell reads %s, which execd cannot check: %v", it.path, err)
 		}
+		if found++; found > maxStartupFiles {
+			return fmt.Sprintf("its shell's startup files name more than the %d files execd checks", maxStartupFiles)
+		}
 		s.vars = vars
 		for _, r := range refs {
 			switch {
+			case r.tooMany:
+				return fmt.Sprintf("its shell's %s names %s, which may stand for more than the %d paths execd checks", it.path, r.word, maxExpansions)
 			case r.pathEntry:
 				return fmt.Sprintf("its shell's %s adds the PATH entry %q, found relative to where it starts", it.path, r.word)
 			case r.source && r.path != "" && !filepath.IsAbs(r.path):
 				return fmt.Sprintf("its shell's %s sources %s, found relative to where it starts", it.path, r.word)
-			case r.dir != "" && s.o.steerable(r.dir):
+			case r.dir != "" && s.steerable(r.dir):
 				return fmt.Sprintf("its shell reads %s, which names %s, within reach of sandboxed commands", it.path, r.word)
 			}
 			if !r.follow || r.path == "" || it.depth >= maxStartupDepth {
@@ -227,7 +323,7 @@ func (s *startupScan) check(files []string) string {
 			}
 			matches, _ := filepath.Glob(r.path)
 			for _, m := range matches {
-				if s.o.steerable(m) {
+				if s.steerable(m) {
 					return fmt.Sprintf("its shell reads %s, which names %s, within reach of sandboxed commands", it.path, m)
 				}
 				todo = append(todo, item{m, it.depth + 1})
@@ -246,11 +342,12 @@ func (o *Orchestrator) startupEnv(k string) string {
 	return o.getenv(k)
 }
 
-// startupRef is a path a startup file names.
+// startupRef is a path a startup file names (one of those a word may
+// stand for).
 type startupRef struct {
 	word string // as written
-	// path is the word expanded (~, $HOME, variables the files set
-	// before), globs kept; "" when a part could not be expanded.
+	// path is the word expanded (~, $HOME, variables), globs kept; ""
+	// when a part could not be expanded.
 	path string
 	// dir is what is certain of it: the path, or the directory before
 	// its first unknown variable or glob character; "" when nothing
@@ -261,33 +358,38 @@ type startupRef struct {
 	source, follow bool
 	// pathEntry: a relative (or empty) entry of a PATH it assigns.
 	pathEntry bool
+	// tooMany: the word stands for more than maxExpansions paths.
+	tooMany bool
 }
 
-// unknownValue stands for a variable a file assigned what execd cannot
-// expand.
+// unknownValue stands for a value execd cannot expand.
 const unknownValue = "\x00"
 
 // startupCache keeps what each startup file names, while the file stays
-// the same (device, inode, size, modification time) and the variables
-// it starts with too.
+// the same (device, inode, size, modification time), for the last few
+// sets of variables it started with (each reading of startupWhy's
+// starts it with its own).
 type startupCache struct {
 	mu      sync.Mutex
-	entries map[string]startupEntry
+	entries map[string][]startupEntry
 }
+
+// startupCacheWays is how many sets of variables a file's entries keep.
+const startupCacheWays = 4
 
 type startupEntry struct {
 	dev, ino, size uint64
 	mtime          int64
-	in             map[string]string // the variables it started with
+	in             startupVars // the variables it started with
 	refs           []startupRef
-	out            map[string]string // the variables it left
+	out            startupVars // the variables it left
 }
 
 // scan returns the paths the file at path names and the variables it
 // leaves, starting from vars; read as the shell would (through
 // symlinks), at most maxStartupSize bytes of text. A file with a NUL
 // byte names nothing (a shell will not source it).
-func (c *startupCache) scan(path string, vars map[string]string, getenv func(string) string) ([]startupRef, map[string]string, error) {
+func (c *startupCache) scan(path string, vars startupVars, getenv func(string) string) ([]startupRef, startupVars, error) {
 	f, err := fspath.OpenRegular(path, 0)
 	if err != nil {
 		return nil, nil, err
@@ -300,11 +402,13 @@ func (c *startupCache) scan(path string, vars map[string]string, getenv func(str
 	dev, ino := sandbox.FileID(fi)
 	key := startupEntry{dev: dev, ino: ino, size: uint64(fi.Size()), mtime: fi.ModTime().UnixNano(), in: vars}
 	c.mu.Lock()
-	e, ok := c.entries[path]
-	c.mu.Unlock()
-	if ok && e.dev == key.dev && e.ino == key.ino && e.size == key.size && e.mtime == key.mtime && maps.Equal(e.in, vars) {
-		return e.refs, e.out, nil
+	for _, e := range c.entries[path] {
+		if e.dev == key.dev && e.ino == key.ino && e.size == key.size && e.mtime == key.mtime && e.in.equal(vars) {
+			c.mu.Unlock()
+			return e.refs, e.out, nil
+		}
 	}
+	c.mu.Unlock()
 	if fi.Size() > maxStartupSize {
 		return nil, nil, fmt.Errorf("larger than %d bytes", maxStartupSize)
 	}
@@ -321,110 +425,180 @@ func (c *startupCache) scan(path string, vars map[string]string, getenv func(str
 	}
 	c.mu.Lock()
 	if c.entries == nil {
-		c.entries = map[string]startupEntry{}
+		c.entries = map[string][]startupEntry{}
 	}
-	c.entries[path] = key
+	ways := slices.DeleteFunc(c.entries[path], func(e startupEntry) bool {
+		return e.dev != key.dev || e.ino != key.ino || e.size != key.size || e.mtime != key.mtime
+	})
+	if len(ways) == startupCacheWays {
+		ways = ways[1:]
+	}
+	c.entries[path] = append(ways, key)
 	c.mu.Unlock()
 	return key.refs, key.out, nil
 }
 
 // startupRefs returns the paths a shell script's text names, as far as
 // they can be told without running it, and the variables it leaves
-// (vars, and what it assigns; unknownValue for what execd cannot
-// expand): each word with a / (or a ~), split at the colons outside
-// ${…} as PATH is, with ~, $VAR, ${VAR} and ${VAR:-word} (and its kind)
-// expanded from the variables assigned before (vars, then the script's
-// own), then getenv's but PATH's (whose entries the rules check on their
-// own); each word after . or source; and each relative or empty entry of
-// a PATH it assigns. It reads words, not the grammar: quotes are
-// dropped, comments and strings count, so it may name more than the
-// shell reads, never less of what it can expand.
-func startupRefs(text string, vars map[string]string, getenv func(string) string) ([]startupRef, map[string]string) {
-	vars = maps.Clone(vars)
+// (vars grown by what it assigns): each word with a / (or a ~), split at
+// the colons outside ${…} as PATH is, with ~, $VAR, ${VAR} and
+// ${VAR:-word} (and its kind) expanded to every value they may have
+// (startupVars: vars, then getenv's but PATH's, whose entries the rules
+// check on their own); each word after . or source; and each relative or
+// empty entry of a PATH it assigns. It reads words, not the grammar:
+// quotes are dropped, comments and strings count, and a line is split
+// both at every blank and at the blanks outside quotes, so it may name
+// more than the shell reads, never less of what it can expand.
+func startupRefs(text string, vars startupVars, getenv func(string) string) ([]startupRef, startupVars) {
 	if vars == nil {
-		vars = map[string]string{}
+		vars = startupVars{}
 	}
-	lookup := func(name string) (string, bool) {
+	lookup := func(name string) []string {
 		if v, ok := vars[name]; ok {
-			return v, v != unknownValue
+			return v
 		}
-		if name == "PATH" {
-			return "", false
+		if v := getenv(name); v != "" && name != "PATH" {
+			return []string{v}
 		}
-		v := getenv(name)
-		return v, v != ""
+		return []string{unknownValue}
 	}
 	var refs []startupRef
 	for line := range strings.Lines(text) {
-		words := strings.FieldsFunc(line, func(r rune) bool {
-			return r == ' ' || r == '\t' || r == '\n' || r == '\r' || strings.ContainsRune(";&|()<>`", r)
-		})
-		for i, w := range words {
-			w = strings.NewReplacer("\\", "", "\"", "", "'", "").Replace(w)
-			words[i] = w
-			name, value, assigns := strings.Cut(w, "=")
-			name, appends := strings.CutSuffix(name, "+")
-			if assigns && isName(name) {
-				v, full := expandWord(value, lookup)
-				if prev, ok := lookup(name); appends && ok {
-					v = prev + v
-				} else if appends {
-					full = false
+		for _, words := range [][]string{strings.FieldsFunc(line, isWordBreak), quotedFields(line)} {
+			for i, w := range words {
+				w = strings.NewReplacer("\\", "", "\"", "", "'", "").Replace(w)
+				words[i] = w
+				if slices.Contains(words[:i], "unset") && isName(w) {
+					vars = vars.add(w, append(lookup(w), unknownValue))
 				}
-				vars[name] = v
-				if !full {
-					vars[name] = unknownValue
-				}
-				if name == "PATH" {
-					for _, piece := range splitColons(value) {
-						if p, full := expandWord(piece, lookup); full && !filepath.IsAbs(p) {
-							refs = append(refs, startupRef{word: piece, pathEntry: true})
+				name, value, assigns := strings.Cut(w, "=")
+				name, appends := strings.CutSuffix(name, "+")
+				if assigns && isName(name) {
+					exps, ok := expandWord(value, lookup)
+					if !ok {
+						exps = []expansion{{}} // too many: unknown
+					}
+					var vals []string
+					for _, e := range exps {
+						for _, prev := range lookup(name) {
+							switch {
+							case !e.full || appends && prev == unknownValue:
+								vals = append(vals, unknownValue)
+							case appends:
+								vals = append(vals, prev+e.s)
+							default:
+								vals = append(vals, e.s)
+							}
+							if !appends {
+								break
+							}
 						}
 					}
+					vars = vars.add(name, append(lookup(name), vals...)) // the value before stays one
+					if name == "PATH" {
+						for _, piece := range splitColons(value) {
+							if exps, ok := expandWord(piece, lookup); ok && slices.ContainsFunc(exps, func(e expansion) bool {
+								return e.full && !filepath.IsAbs(e.s)
+							}) {
+								refs = append(refs, startupRef{word: piece, pathEntry: true})
+							}
+						}
+					}
+					w = value
 				}
-				w = value
-			}
-			source := i > 0 && (words[i-1] == "." || words[i-1] == "source")
-			for _, piece := range splitColons(w) {
-				if piece == "" || (!source && !strings.ContainsAny(piece, "/~")) {
-					continue
-				}
-				if r, ok := startupPath(piece, source, lookup); ok {
-					refs = append(refs, r)
+				source := i > 0 && (words[i-1] == "." || words[i-1] == "source")
+				for _, piece := range splitColons(w) {
+					if piece == "" || (!source && !strings.ContainsAny(piece, "/~")) {
+						continue
+					}
+					refs = append(refs, startupPaths(piece, source, lookup)...)
 				}
 			}
 		}
 	}
-	return refs, vars
+	seen := map[startupRef]bool{}
+	return slices.DeleteFunc(refs, func(r startupRef) bool {
+		dup := seen[r]
+		seen[r] = true
+		return dup
+	}), vars
 }
 
-// startupPath is what piece, a word or part of one, names; ok is false
-// when it is nothing (an empty variable) or nothing certain and not
-// sourced.
-func startupPath(piece string, source bool, lookup func(string) (string, bool)) (startupRef, bool) {
-	path, full := expandWord(piece, lookup)
-	if full && path == "" {
-		return startupRef{}, false // an empty variable: nothing
-	}
-	dir := path
-	if cut := strings.IndexAny(path, "*?["); cut >= 0 || !full {
-		if cut >= 0 {
-			dir = path[:cut]
+// isWordBreak reports whether r ends a word: a blank or an operator.
+func isWordBreak(r rune) bool {
+	return r == ' ' || r == '\t' || r == '\n' || r == '\r' || strings.ContainsRune(";&|()<>`", r)
+}
+
+// quotedFields splits line as FieldsFunc(line, isWordBreak) does, but
+// not inside quotes or at an escaped character ("$HOME/My Files/env",
+// ~/My\ Files/env); a quote left open runs to the end of the line.
+func quotedFields(line string) []string {
+	var out []string
+	var cur strings.Builder
+	var quote rune
+	escaped := false
+	for _, r := range line {
+		switch {
+		case escaped:
+			escaped = false
+		case r == '\\' && quote != '\'':
+			escaped = true
+		case quote != 0:
+			if r == quote {
+				quote = 0
+			}
+		case r == '\'' || r == '"':
+			quote = r
+		case isWordBreak(r):
+			if cur.Len() > 0 {
+				out = append(out, cur.String())
+				cur.Reset()
+			}
+			continue
 		}
-		if !strings.HasSuffix(dir, "/") {
-			dir = filepath.Dir(dir)
+		cur.WriteRune(r)
+	}
+	if cur.Len() > 0 {
+		out = append(out, cur.String())
+	}
+	return out
+}
+
+// startupPaths is what piece, a word or part of one, names: one ref for
+// each path it may stand for, none for an empty value or one with
+// nothing certain that is not sourced.
+func startupPaths(piece string, source bool, lookup func(string) []string) []startupRef {
+	exps, ok := expandWord(piece, lookup)
+	if !ok {
+		return []startupRef{{word: piece, tooMany: true}}
+	}
+	var refs []startupRef
+	for _, e := range exps {
+		path, full := e.s, e.full
+		if full && path == "" {
+			continue // an empty variable: nothing
 		}
+		dir := path
+		if cut := strings.IndexAny(path, "*?["); cut >= 0 || !full {
+			if cut >= 0 {
+				dir = path[:cut]
+			}
+			if !strings.HasSuffix(dir, "/") {
+				dir = filepath.Dir(dir)
+			}
+		}
+		if !full {
+			path = ""
+		}
+		if filepath.IsAbs(dir) {
+			dir = filepath.Clean(dir)
+		} else if dir = ""; !source {
+			continue
+		}
+		refs = append(refs, startupRef{word: piece, path: path, dir: dir, source: source,
+			follow: path != "" && (source || strings.ContainsAny(path, "*?["))})
 	}
-	if !full {
-		path = ""
-	}
-	if filepath.IsAbs(dir) {
-		dir = filepath.Clean(dir)
-	} else if dir = ""; !source {
-		return startupRef{}, false
-	}
-	return startupRef{word: piece, path: path, dir: dir, source: source,
-		follow: path != "" && (source || strings.ContainsAny(path, "*?["))}, true
+	return refs
 }
 
 // splitColons splits w at the colons outside ${…}.
@@ -446,42 +620,85 @@ func splitColons(w string) []string {
 	return append(out, w[start:])
 }
 
+// expansion is one string a word may expand to: all of it (full), or
+// the part before the first part execd cannot expand.
+type expansion struct {
+	s    string
+	full bool
+}
+
+// join appends to each unfinished expansion of exps each of more; false
+// when that makes more than maxExpansions.
+func join(exps, more []expansion) ([]expansion, bool) {
+	var out []expansion
+	for _, e := range exps {
+		if !e.full {
+			out = append(out, e)
+			continue
+		}
+		for _, m := range more {
+			out = append(out, expansion{e.s + m.s, m.full})
+		}
+	}
+	slices.SortFunc(out, func(a, b expansion) int {
+		if c := strings.Compare(a.s, b.s); c != 0 || a.full == b.full {
+			return c
+		}
+		if a.full {
+			return 1
+		}
+		return -1
+	})
+	out = slices.Compact(out)
+	return out, len(out) <= maxExpansions
+}
+
+// values is what lookup's values for a variable expand to.
+func values(vals []string) []expansion {
+	out := make([]expansion, len(vals))
+	for i, v := range vals {
+		out[i] = expansion{v, v != unknownValue}
+		if v == unknownValue {
+			out[i].s = ""
+		}
+	}
+	return out
+}
+
 // expandWord expands ~ at the start and $NAME, ${NAME} and ${NAME:-word}
-// (with -, :=, =, :+ and +) anywhere in w, a variable lookup does not
-// know counting as unset where a default stands for it. It returns what
-// it could expand: all of w (full), or w up to the first part it could
-// not (another user's ~, $1, ${#X}, a variable lookup does not know).
-func expandWord(w string, lookup func(string) (string, bool)) (string, bool) {
-	var out strings.Builder
-	if rest, ok := strings.CutPrefix(w, "~"); ok {
+// (with -, :=, =, :+ and +) anywhere in w to every string they may
+// stand for, a value lookup does not know cutting that one short (the
+// part before it is all that is known). It returns false when w stands
+// for more than maxExpansions strings.
+func expandWord(w string, lookup func(string) []string) ([]expansion, bool) {
+	exps := []expansion{{full: true}}
+	ok := true
+	if rest, found := strings.CutPrefix(w, "~"); found {
 		if rest != "" && rest[0] != '/' {
-			return "", false
+			return []expansion{{}}, true // another user's
 		}
-		home, ok := lookup("HOME")
-		if !ok {
-			return "", false
-		}
-		out.WriteString(home)
+		exps, ok = join(exps, values(lookup("HOME")))
 		w = rest
 	}
-	for {
+	for ok {
 		i := strings.IndexByte(w, '$')
 		if i < 0 {
-			out.WriteString(w)
-			return out.String(), true
+			return join(exps, []expansion{{w, true}})
 		}
-		out.WriteString(w[:i])
+		if exps, ok = join(exps, []expansion{{w[:i], true}}); !ok {
+			break
+		}
 		w = w[i+1:]
-		if rest, ok := strings.CutPrefix(w, "{"); ok {
+		if rest, found := strings.CutPrefix(w, "{"); found {
 			end := closingBrace(rest)
 			if end < 0 {
-				return out.String(), false
+				return join(exps, []expansion{{}})
 			}
-			v, ok := expandParam(rest[:end], lookup)
-			if !ok {
-				return out.String(), false
+			v, vok := expandParam(rest[:end], lookup)
+			if !vok {
+				return nil, false
 			}
-			out.WriteString(v)
+			exps, ok = join(exps, v)
 			w = rest[end+1:]
 			continue
 		}
@@ -491,12 +708,12 @@ func expandWord(w string, lookup func(string) (string, bool)) (string, bool) {
 		}
 		name := w[:n]
 		w = w[n:]
-		v, ok := lookup(name)
-		if !isName(name) || !ok {
-			return out.String(), false
+		if !isName(name) {
+			return join(exps, []expansion{{}}) // $1, $$, $(…)
 		}
-		out.WriteString(v)
+		exps, ok = join(exps, values(lookup(name)))
 	}
+	return nil, false
 }
 
 // closingBrace returns the index in s of the } that closes a ${ whose
@@ -518,40 +735,53 @@ func closingBrace(s string) int {
 }
 
 // expandParam expands the inside of ${…}: NAME, or NAME with one of the
-// operators :-, -, :=, =, :+, + and a word.
-func expandParam(inner string, lookup func(string) (string, bool)) (string, bool) {
+// operators :-, -, :=, =, :+, + and a word, to every string it may
+// stand for (a value lookup does not know may be unset, empty or not);
+// false when more than maxExpansions.
+func expandParam(inner string, lookup func(string) []string) ([]expansion, bool) {
 	n := 0
 	for n < len(inner) && (inner[n] == '_' || isAlnum(inner[n])) {
 		n++
 	}
 	name, rest := inner[:n], inner[n:]
 	if !isName(name) {
-		return "", false
+		return []expansion{{}}, true // ${#X}, ${!X}, ${1}…
 	}
-	v, set := lookup(name)
+	vals := lookup(name)
 	colon := strings.HasPrefix(rest, ":")
 	op := strings.TrimPrefix(rest, ":")
 	if op == "" && !colon {
-		return v, set
+		return values(vals), true
 	}
-	if op == "" {
-		return "", false
+	if op == "" || !strings.ContainsRune("-=+", rune(op[0])) {
+		return []expansion{{}}, true // ${X%y}, ${X/a/b}, ${X:1}…
 	}
-	word := op[1:]
-	empty := !set || (colon && v == "")
-	switch op[0] {
-	case '-', '=':
-		if empty {
-			return expandWord(word, lookup)
+	word, ok := expandWord(op[1:], lookup)
+	if !ok {
+		return nil, false
+	}
+	var out []expansion
+	for _, v := range vals {
+		unknown := v == unknownValue
+		empty := colon && v == ""
+		switch op[0] {
+		case '-', '=':
+			if unknown || empty {
+				out = append(out, word...)
+			}
+			if unknown || !empty {
+				out = append(out, values([]string{v})...)
+			}
+		case '+':
+			if unknown || empty {
+				out = append(out, expansion{full: true})
+			}
+			if unknown || !empty {
+				out = append(out, word...)
+			}
 		}
-		return v, true
-	case '+':
-		if empty {
-			return "", true
-		}
-		return expandWord(word, lookup)
 	}
-	return "", false // ${X%y}, ${X/a/b}, ${X:1}…
+	return join([]expansion{{full: true}}, out)
 }
 
 // isName reports whether s is a shell variable name.

@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"fmt"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -28,6 +29,10 @@ func TestShellStartup(t *testing.T) {
 		{[]string{"dash", "-l"}, shellStart{name: "sh", login: true}},
 		{[]string{"bash", "script.sh", "-l"}, shellStart{name: "bash"}},
 		{[]string{"python3", "-l"}, shellStart{}},
+		{[]string{"zsh", "-o", "login", "-c", "x"}, shellStart{name: "zsh", login: true}},
+		{[]string{"zsh", "-io", "Log_In", "-c", "x"}, shellStart{name: "zsh", login: true, interactive: true}},
+		{[]string{"zsh", "+o", "login", "-c", "x"}, shellStart{name: "zsh"}},
+		{[]string{"zsh", "--INTERACTIVE", "-c", "x"}, shellStart{name: "zsh", interactive: true}},
 	}
 	for _, tt := range tests {
 		if got := shellStartup(tt.argv); got != tt.want {
@@ -57,7 +62,7 @@ export PATH="./node_modules/.bin:$PATH:"
 		source, follow, pathEntry bool
 	}
 	var got []ref
-	refs, vars := startupRefs(text, map[string]string{"SDK": "/opt/sdk"}, getenv)
+	refs, vars := startupRefs(text, startupVars{"SDK": {"/opt/sdk"}}, getenv)
 	for _, r := range refs {
 		got = append(got, ref{r.path, r.dir, r.source, r.follow, r.pathEntry})
 	}
@@ -67,6 +72,7 @@ export PATH="./node_modules/.bin:$PATH:"
 		{"/home/u/.cargo/bin", "/home/u/.cargo/bin", false, false, false},
 		{"/home/u/.nvm", "/home/u/.nvm", false, false, false},
 		{"/home/u/.nvm/nvm.sh", "/home/u/.nvm/nvm.sh", false, false, false},
+		{"", "", true, false, false}, // NVM_DIR as it was before: unknown
 		{"/home/u/.nvm/nvm.sh", "/home/u/.nvm/nvm.sh", true, true, false},
 		{"/etc/profile.d/*.sh", "/etc/profile.d", false, true, false},
 		{"", "", true, false, false}, // . $i: nothing certain
@@ -82,7 +88,7 @@ export PATH="./node_modules/.bin:$PATH:"
 	if !slices.Equal(got, want) {
 		t.Errorf("startupRefs:\n got %v\nwant %v", got, want)
 	}
-	if vars["NVM_DIR"] != "/home/u/.nvm" || vars["PATH"] != unknownValue || vars["SDK"] != "/opt/sdk" {
+	if !vars.equal(startupVars{"NVM_DIR": {unknownValue, "/home/u/.nvm"}, "PATH": {unknownValue}, "SDK": {"/opt/sdk"}, "p": {unknownValue, "cd"}}) {
 		t.Errorf("variables left: %q", vars)
 	}
 }
@@ -107,24 +113,7 @@ func FuzzStartupRefs(f *testing.F) {
 // sources, in reach of sandboxed commands, keeps the shell in the
 // sandbox (SPEC §7.2).
 func TestStartupNames(t *testing.T) {
-	base, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	home, work, cargo := filepath.Join(base, "home"), filepath.Join(base, "work"), filepath.Join(base, "home", ".cargo")
-	for _, d := range []string{work, cargo, filepath.Join(home, "rc.d")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	o := gitTestOrchestrator(t, work, "/usr/bin:/bin")
-	o.env = []string{"HOME=" + home, "PATH=/usr/bin:/bin"}
-	fi, err := os.Stat(cargo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dev, ino := sandbox.FileID(fi)
-	o.roots = append(o.roots, sandbox.Root{Path: cargo, Dev: dev, Ino: ino})
+	o, home, work := startupTestOrchestrator(t)
 	profile := filepath.Join(home, ".profile")
 	login := call{argv: []string{"/bin/bash", "-lc", "ls"}, cwd: work}
 	for text, want := range map[string]string{
@@ -190,5 +179,94 @@ func TestStartupNames(t *testing.T) {
 	o.env = []string{"PATH=/usr/bin:/bin"}
 	if u, err := user.Current(); err == nil && o.shellHome() != u.HomeDir {
 		t.Errorf("shellHome without HOME = %q; want the user's, %q", o.shellHome(), u.HomeDir)
+	}
+}
+
+// startupTestOrchestrator returns an orchestrator whose commands' HOME
+// is home, with two writable roots: work, its workspace, and
+// home/.cargo; home/rc.d exists too.
+func startupTestOrchestrator(t *testing.T) (o *Orchestrator, home, work string) {
+	t.Helper()
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	home, work = filepath.Join(base, "home"), filepath.Join(base, "work")
+	cargo := filepath.Join(home, ".cargo")
+	for _, d := range []string{work, cargo, filepath.Join(home, "rc.d")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o = gitTestOrchestrator(t, work, "/usr/bin:/bin")
+	o.env = []string{"HOME=" + home, "PATH=/usr/bin:/bin"}
+	fi, err := os.Stat(cargo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev, ino := sandbox.FileID(fi)
+	o.roots = append(o.roots, sandbox.Root{Path: cargo, Dev: dev, Ino: ino})
+	return o, home, work
+}
+
+// A value a startup file assigns is one a variable may have, not the one
+// it has: the assignment may be conditional, commented out, in a file
+// the shell skips, or undone (SPEC §7.2). Each case here lifted a login
+// shell whose startup files source a file a sandboxed command wrote.
+func TestStartupValues(t *testing.T) {
+	type file struct{ name, text string } // name relative to home
+	login := []string{"/bin/bash", "-lc", "ls"}
+	for _, tt := range []struct {
+		name  string
+		files []file
+		env   []string
+		argv  []string
+		want  string
+	}{
+		{"a default after a file bash skips", []file{{".profile", "ENVDIR=/opt/safe\n"},
+			{".bash_profile", ". \"${ENVDIR:-$HOME/.cargo}/env\"\n"}}, nil, login, ".cargo}/env"},
+		{"a default after a comment", []file{{".profile", "# ENVDIR=/opt/safe\n. \"${ENVDIR:-$HOME/.cargo}/env\"\n"}},
+			nil, login, ".cargo}/env"},
+		{"a default after a condition", []file{{".profile", "[ -d /nonexistent ] && ENVDIR=/opt/safe\n. \"${ENVDIR:-$HOME/.cargo}/env\"\n"}},
+			nil, login, ".cargo}/env"},
+		{"unset", []file{{".profile", "unset CARGO_HOME\n. \"${CARGO_HOME:-$HOME/.cargo}/env\"\n"}},
+			[]string{"CARGO_HOME=/opt/cargo"}, login, ".cargo}/env"},
+		{"a value set in a file read later", []file{{".bash_profile", ". ~/shared\n"}, {"shared", ". \"${ENVDIR:-$HOME/.cargo}/env\"\n"},
+			{".bashrc", "ENVDIR=/opt/safe\n"}}, nil, login, ".cargo}/env"},
+		{"PWD is where the shell starts", []file{{".profile", ". \"$PWD/.envrc\"\n"}}, []string{"PWD=/opt"}, login, "$PWD/.envrc"},
+		{"a quoted space", []file{{".profile", ". \"$HOME/My Projects/env.sh\"\n"}}, nil, login, "My Projects/env.sh"},
+		{"an escaped space", []file{{".profile", ". ~/My\\ Projects/env.sh\n"}}, nil, login, "Projects/env.sh"},
+		{"zsh -o login", []file{{".zprofile", ". ~/.cargo/env\n"}}, nil, []string{"zsh", "-o", "login", "-c", "ls"}, "~/.cargo/env"},
+		{"zsh --LOG_IN", []file{{".zprofile", ". ~/.cargo/env\n"}}, nil, []string{"zsh", "--LOG_IN", "-c", "ls"}, "~/.cargo/env"},
+		{"exec -l zsh", nil, nil, []string{"bash", "-c", "exec -l zsh -c ls"}, "environment of its own making"},
+		{"ZDOTDIR set in .zprofile", []file{{".zprofile", "ZDOTDIR=$PWD\n"}}, nil, []string{"zsh", "-lc", "ls"}, "/work/.zshenv, which a sandboxed"},
+		{"many scripts in a directory the profile sources", []file{{".profile", "for f in ~/rc.d/*; do . \"$f\"; done\n"}},
+			nil, login, ""},
+		{"an assignment that never reaches a root", []file{{".profile", "X=/opt/a\nX=\"$X:/opt/b\"\nexport PATH=\"$X:$PATH\"\n. \"$X/env\"\n"}},
+			nil, login, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			o, home, work := startupTestOrchestrator(t)
+			o.env = append(o.env, tt.env...)
+			spaced := filepath.Join(home, "My Projects") // a root with a space
+			if err := os.Mkdir(spaced, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			o.roots = append(o.roots, sandbox.Root{Path: spaced})
+			for i := range 25 { // more than the files a call may read, with the ones it lists
+				if err := os.WriteFile(filepath.Join(home, "rc.d", fmt.Sprint(i)), []byte("true\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, f := range tt.files {
+				if err := os.WriteFile(filepath.Join(home, f.name), []byte(f.text), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			why := o.startupWhy(call{argv: tt.argv, cwd: work})
+			if (tt.want == "") != (why == "") || !strings.Contains(why, tt.want) {
+				t.Errorf("%q: %q; want %q", tt.argv, why, tt.want)
+			}
+		})
 	}
 }

@@ -63,7 +63,7 @@ var wrappers = map[string]wrapper{
 		longFlag: []string{"--preserve-status", "--foreground", "--verbose"}, operands: 1},
 	"nice":    {valued: "n", longVal: []string{"--adjustment"}},
 	"command": {flags: "pvV", noCommand: "vV"},
-	"exec":    {valued: "a", flags: "cl"},
+	"exec":    {valued: "a", flags: "cl", changesEnv: "acl"}, // -c empties the environment; -a, -l name the program anew (-zsh: a login shell)
 	"builtin": {},
 	"stdbuf":  {valued: "ioe", longVal: []string{"--input", "--output", "--error"}},
 	"setsid":  {flags: "cfw", longFlag: []string{"--ctty", "--fork", "--wait"}},

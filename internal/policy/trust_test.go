@@ -288,6 +288,10 @@ func TestSetsEnvironment(t *testing.T) {
 		"source ./env && git status":          true,
 		"env -u HOME git status":              true,
 		"command read HOME && git status":     true,
+		"exec -l zsh -c 'git status'":         true,
+		"exec -a -zsh zsh -c 'git status'":    true,
+		"exec -c git status":                  true,
+		"exec git status":                     false,
 	} {
 		if got := SetsEnvironment(bashLc(script)); got != want {
 			t.Errorf("SetsEnvironment(%q) = %v, want %v", script, got, want)
