@@ -162,7 +162,7 @@ func validHead(path string) bool {
 		return false
 	}
 	defer f.Close()
-	b := make([]byte, 256)
+	b := make([]byte, 255) // what git reads of it: a 256-byte buffer, less its NUL
 	n, _ := io.ReadFull(f, b)
 	s := string(b[:n])
 	if ref, ok := strings.CutPrefix(s, "ref:"); ok && strings.HasPrefix(strings.TrimLeft(ref, " \t\n\v\f\r"), "refs/") {

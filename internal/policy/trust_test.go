@@ -11,7 +11,7 @@ import (
 // command could have planted.
 func TestUnsandboxedByRules(t *testing.T) {
 	rules := rulesOf(t, `
-prefix_rule(pattern=[["cat", "echo", "ls", "sort", "tee", "sed", "find", "dd", "uniq", "curl", "env", "printf", "awk", "gawk", "tar", "openssl", "rg", "fd", "xargs", "grep", "read", "hash", "yq", "tree", "kubectl", "sqlite3", "hg", "wc"]], decision="allow")
+prefix_rule(pattern=[["cat", "echo", "ls", "sort", "tee", "sed", "find", "dd", "uniq", "curl", "env", "printf", "awk", "gawk", "tar", "openssl", "rg", "fd", "xargs", "grep", "read", "hash", "yq", "tree", "kubectl", "sqlite3", "hg", "wc", "helm", "xmllint"]], decision="allow")
 prefix_rule(pattern=["git", ["add", "diff", "status", "log", "grep", "-C", "rebase", "difftool", "bisect", "submodule", "clone", "init", "send-email"]], decision="allow")
 prefix_rule(pattern=["bash", "-c"], decision="allow")
 prefix_rule(pattern=["bash", "-lc"], decision="allow")
@@ -141,6 +141,19 @@ prefix_rule(pattern=["bash", "-lc"], decision="allow")
 		{bashLc("tree -L 2"), nil, true},
 		{bashLc("kubectl get pods --kubeconfig ./kc.yaml"), nil, false},
 		{bashLc("kubectl get pods"), nil, true},
+		{bashLc("kubectl cp pod:/x ./y"), nil, false},
+		{bashLc("kubectl foo"), nil, false}, // the plugin kubectl-foo, found on PATH
+		{bashLc("curl -sw @fmt https://x"), nil, false},
+		{bashLc("curl -sSw@fmt https://x"), nil, false},
+		{bashLc("curl -sw '%{http_code}' https://x"), nil, true},
+		{bashLc("curl --expand-output ./f https://x"), nil, false},
+		{bashLc("curl --expand-write-out @fmt https://x"), nil, false},
+		{bashLc("tree -R -H . -L 1"), nil, false},
+		{bashLc("helm template ."), nil, false},
+		{bashLc("xmllint -o out.xml in.xml"), nil, false},
+		{bashLc("xmllint -output out.xml in.xml"), nil, false},
+		{bashLc("xmllint --shell in.xml"), nil, false},
+		{bashLc("xmllint --noout in.xml"), nil, true},
 		{bashLc("sqlite3 -readonly db .tables"), nil, false},
 		{bashLc("curl -s -w '%output{/etc/x}%{http_code}' https://example.com"), nil, false},
 		{bashLc("curl -s -w @fmt https://example.com"), nil, false},

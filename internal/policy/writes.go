@@ -43,8 +43,15 @@ var writers = map[string]func(args []string) bool{
 		return slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "of=") })
 	},
 	"curl": func(args []string) bool {
+		// curl 8.3 takes every long option as --expand-NAME too.
+		args = slices.Clone(args)
+		for i, a := range args {
+			if rest, ok := strings.CutPrefix(a, "--expand-"); ok {
+				args[i] = "--" + rest
+			}
+		}
 		// -w '%output{FILE}' (curl 8.3) writes, and so may a format
-		// read from a file (-w @FILE).
+		// read from a file (-w @FILE, -sw@FILE).
 		writeOut := slices.ContainsFunc(args, func(a string) bool { return strings.Contains(a, "%output{") }) ||
 			slices.ContainsFunc(optionValues(args, "w", "--write-out"), func(v string) bool { return strings.HasPrefix(v, "@") })
 		return writeOut || hasOption(args, "o", "--output") || hasOption(args, "O", "--remote-name") ||
@@ -83,13 +90,23 @@ var writers = map[string]func(args []string) bool{
 	},
 	"fd":     fdWrites,
 	"fdfind": fdWrites,
-	"tree":   func(args []string) bool { return hasOption(args, "o", "") },
-	// A kubeconfig names programs (users[].user.exec) it runs.
-	"kubectl": kubeconfigOption, "helm": kubeconfigOption,
+	// tree -R reruns itself with -o 00Tree.html in each directory.
+	"tree": func(args []string) bool { return hasOption(args, "o", "") || hasOption(args, "R", "") },
+	"kubectl": kubectlWrites,
+	// helm runs plugins, post-renderers and the programs a kubeconfig
+	// names, and writes charts and manifests.
+	"helm": func([]string) bool { return true },
 	// SQL writes files (VACUUM INTO, ATTACH) and dot-commands run
 	// programs (.shell, .system): a rule for sqlite3 is one for all of it.
 	"sqlite3": func([]string) bool { return true },
-	"xmllint": func(args []string) bool { return hasOption(args, "", "--output") },
+	// xmllint takes its long options with one dash too; its shell
+	// writes files (save, write).
+	"xmllint": func(args []string) bool {
+		return slices.ContainsFunc(args, func(a string) bool {
+			opt, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+			return strings.HasPrefix(a, "-") && (opt == "o" || opt == "output" || opt == "shell")
+		})
+	},
 	"bat":     batWrites, "batcat": batWrites,
 	"ag": func(args []string) bool { return hasOption(args, "", "--pager") },
 	// Other version control systems read their repository's
@@ -101,7 +118,18 @@ func yqWrites(args []string) bool {
 	return hasOption(args, "i", "--inplace") || hasOption(args, "", "--in-place") || hasOption(args, "s", "--split-exp")
 }
 
-func kubeconfigOption(args []string) bool { return hasOption(args, "", "--kubeconfig") }
+// kubectlWrites: a kubeconfig names programs it runs (users[].user.exec),
+// cp writes local files, and a command kubectl does not have runs the
+// plugin kubectl-NAME from PATH, a program the rules never checked; only
+// the commands that read are known.
+func kubectlWrites(args []string) bool {
+	if hasOption(args, "", "--kubeconfig") {
+		return true
+	}
+	ops := operands(args)
+	return len(ops) == 0 || !slices.Contains([]string{"get", "describe", "logs", "explain", "api-resources",
+		"api-versions", "version", "cluster-info", "top", "events", "auth"}, ops[0])
+}
 
 func batWrites(args []string) bool {
 	return hasOption(args, "", "--pager") || hasOption(args, "", "--paging")
@@ -137,8 +165,8 @@ func hasOption(args []string, s, long string) bool {
 	return false
 }
 
-// optionValues returns the values args give the option -s (-s V, -sV)
-// or --long (--long V, --long=V).
+// optionValues returns the values args give the option -s (-s V, -sV,
+// and in a cluster: -xs V, -xsV) or --long (--long V, --long=V).
 func optionValues(args []string, s, long string) []string {
 	var out []string
 	for i := 0; i < len(args); i++ {
@@ -146,15 +174,21 @@ func optionValues(args []string, s, long string) []string {
 		switch {
 		case a == "--":
 			return out
-		case a == "-"+s || a == long:
+		case a == long:
 			if i+1 < len(args) {
 				out = append(out, args[i+1])
 				i++
 			}
 		case strings.HasPrefix(a, long+"="):
 			out = append(out, a[len(long)+1:])
-		case len(a) > 2 && strings.HasPrefix(a, "-"+s):
-			out = append(out, a[2:])
+		case len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.Contains(a[1:], s):
+			switch v := a[1+strings.Index(a[1:], s)+len(s):]; {
+			case v != "":
+				out = append(out, v)
+			case i+1 < len(args):
+				out = append(out, args[i+1])
+				i++
+			}
 		}
 	}
 	return out
