@@ -215,3 +215,19 @@ func TestGitlinksBounded(t *testing.T) {
 		t.Errorf("three gitlinks: %q, %v; want their paths built on each other", links, err)
 	}
 }
+
+// git reads at most 255 bytes of HEAD (refs.c, validate_headref): a
+// "ref: refs/" whose refs/ ends past them is no HEAD to it, nor to
+// execd.
+func TestValidHeadLength(t *testing.T) {
+	dir := t.TempDir()
+	for spaces, want := range map[int]bool{246: true, 247: false} {
+		head := filepath.Join(dir, "HEAD")
+		if err := os.WriteFile(head, []byte("ref:"+strings.Repeat(" ", spaces)+"refs/heads/main\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got := validHead(head); got != want {
+			t.Errorf("HEAD with refs/ after %d spaces: valid %v, want %v", spaces, got, want)
+		}
+	}
+}
