@@ -91,7 +91,7 @@ var writers = map[string]func(args []string) bool{
 	"fd":     fdWrites,
 	"fdfind": fdWrites,
 	// tree -R reruns itself with -o 00Tree.html in each directory.
-	"tree": func(args []string) bool { return hasOption(args, "o", "") || hasOption(args, "R", "") },
+	"tree":    func(args []string) bool { return hasOption(args, "o", "") || hasOption(args, "R", "") },
 	"kubectl": kubectlWrites,
 	// helm runs plugins, post-renderers and the programs a kubeconfig
 	// names, and writes charts and manifests.
@@ -107,7 +107,7 @@ var writers = map[string]func(args []string) bool{
 			return strings.HasPrefix(a, "-") && (opt == "o" || opt == "output" || opt == "shell")
 		})
 	},
-	"bat":     batWrites, "batcat": batWrites,
+	"bat": batWrites, "batcat": batWrites,
 	"ag": func(args []string) bool { return hasOption(args, "", "--pager") },
 	// Other version control systems read their repository's
 	// configuration, which names hooks; execd checks git's only.
