@@ -1,7 +1,7 @@
 package orchestrator
 
 import (
-	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -36,7 +36,7 @@ import (
 // a writable root makes every such call stay in the sandbox, since a
 // missing file there can be made. A shell a call starts in an
 // environment of its own making (exec -l, env HOME=…) reads what execd
-// cannot tell.
+// cannot tell, and fish's and csh's files execd does not read.
 func (o *Orchestrator) startupWhy(c call) string {
 	shells := []shellStart{shellStartup(c.argv)}
 	nested := false
@@ -56,8 +56,16 @@ func (o *Orchestrator) startupWhy(c call) string {
 	if zdot == "" {
 		zdot = home
 	}
+	for _, sh := range shells {
+		if sh.name == "fish" || sh.name == "csh" {
+			return fmt.Sprintf("execd does not read %s's startup files, which it reads whatever its options", sh.name)
+		}
+	}
 	scan := &startupScan{o: o, vars: startupVars{"PWD": {c.cwd}, "ZDOTDIR": {zdot}}}
-	for pass := 0; pass < startupPasses; pass++ {
+	for pass := 0; ; pass++ {
+		if pass == maxStartupPasses {
+			return fmt.Sprintf("its shell's startup files assign variables that still change after %d readings", maxStartupPasses)
+		}
 		var files []string
 		for _, sh := range shells {
 			f, why := scan.files(sh, home, c.cwd)
@@ -71,10 +79,9 @@ func (o *Orchestrator) startupWhy(c call) string {
 			return why
 		}
 		if scan.vars.equal(before) {
-			break // nothing assigned that a second reading could use
+			return "" // every file was read with every value
 		}
 	}
-	return ""
 }
 
 // files returns the startup files the shell sh reads, in the order it
@@ -91,7 +98,7 @@ func (s *startupScan) files(sh shellStart, home, cwd string) ([]string, string) 
 	}
 	zds := s.vars["ZDOTDIR"]
 	for _, zd := range zds {
-		if zd == unknownValue || !filepath.IsAbs(zd) {
+		if unknown(zd) || !filepath.IsAbs(zd) {
 			return nil, "its zsh's startup files set ZDOTDIR to a directory execd cannot tell"
 		}
 	}
@@ -166,6 +173,10 @@ func shellStartup(cmd []string) shellStart {
 		sh.name = "zsh"
 	case slices.Contains([]string{"sh", "dash", "ash", "ksh", "mksh", "yash"}, name):
 		sh.name = "sh"
+	case name == "fish":
+		sh.name = "fish"
+	case name == "csh" || name == "tcsh":
+		sh.name = "csh"
 	default:
 		return shellStart{}
 	}
@@ -202,23 +213,36 @@ func shellStartup(cmd []string) shellStart {
 	return sh
 }
 
-// Bounds on what a startupScan reads for one call: files (that exist)
-// in all, bytes in each, how deep one names the next, and how often the
-// whole is read.
+// Bounds on what a startupScan reads for one call (more keeps the call
+// in the sandbox): files (that exist) in all, bytes in each, how deep
+// one names the next, and how often the whole is read before the values
+// of its variables settle.
 const (
-	maxStartupFiles = 32
-	maxStartupSize  = 256 << 10
-	maxStartupDepth = 4
-	startupPasses   = 2
+	maxStartupFiles  = 32
+	maxStartupSize   = 256 << 10
+	maxStartupDepth  = 6
+	maxStartupPasses = 8
 )
 
 // startupVars are the values each variable may have while startup files
 // run: the environment's and every value any file read assigns it, none
 // replacing another (an assignment may be conditional, commented out, in
 // a file the shell skips, or undone by unset), each list sorted without
-// repeats; unknownValue for what execd cannot expand. A variable with
-// more than maxValues is unknown.
+// repeats; unknownValue for what execd cannot expand, unsetValue for
+// unset. A variable with more than maxValues, or assigned from itself
+// (X="$X:/opt/bin", which grows with every reading), is unknown for good
+// (widenedValue).
 type startupVars map[string][]string
+
+// The values that are no string.
+const (
+	unknownValue = "\x00"
+	unsetValue   = "\x01"
+	widenedValue = "\x02"
+)
+
+// unknown reports whether v is a value execd cannot tell.
+func unknown(v string) bool { return v == unknownValue || v == widenedValue }
 
 // Bounds on the values of a variable, and on the paths one word may
 // stand for (more keeps the call in the sandbox).
@@ -231,11 +255,14 @@ func (v startupVars) equal(w startupVars) bool { return maps.EqualFunc(v, w, sli
 
 // add returns v with name's values grown by more.
 func (v startupVars) add(name string, more []string) startupVars {
+	if slices.Contains(v[name], widenedValue) {
+		return v
+	}
 	vals := slices.Concat(v[name], more)
 	slices.Sort(vals)
 	vals = slices.Compact(vals)
 	if len(vals) > maxValues {
-		vals = []string{unknownValue}
+		vals = []string{widenedValue}
 	}
 	if slices.Equal(vals, v[name]) {
 		return v
@@ -247,8 +274,8 @@ func (v startupVars) add(name string, more []string) startupVars {
 
 // startupScan checks the startup files a shell reads, carrying the
 // values the files assign to every file read after them (and to what
-// they source); startupWhy reads all twice, so that a value assigned
-// late counts early too.
+// they source); startupWhy reads all again until no value is new, so
+// that a value assigned late counts early too.
 type startupScan struct {
 	o     *Orchestrator
 	vars  startupVars
@@ -311,17 +338,20 @@ func (s *startupScan) check(files []string) string {
 			switch {
 			case r.tooMany:
 				return fmt.Sprintf("its shell's %s names %s, which may stand for more than the %d paths execd checks", it.path, r.word, maxExpansions)
-			case r.pathEntry:
-				return fmt.Sprintf("its shell's %s adds the PATH entry %q, found relative to where it starts", it.path, r.word)
+			case r.pathEntry != "":
+				return fmt.Sprintf("its shell's %s adds the %s entry %q, found relative to where it starts", it.path, r.pathEntry, r.word)
 			case r.source && r.path != "" && !filepath.IsAbs(r.path):
 				return fmt.Sprintf("its shell's %s sources %s, found relative to where it starts", it.path, r.word)
 			case r.dir != "" && s.steerable(r.dir):
 				return fmt.Sprintf("its shell reads %s, which names %s, within reach of sandboxed commands", it.path, r.word)
 			}
-			if !r.follow || r.path == "" || it.depth >= maxStartupDepth {
+			if !r.follow || r.path == "" {
 				continue
 			}
-			matches, _ := filepath.Glob(r.path)
+			if it.depth >= maxStartupDepth {
+				return fmt.Sprintf("its shell's startup files source files more than %d deep", maxStartupDepth)
+			}
+			matches, _ := filepath.Glob(strings.ReplaceAll(r.path, "[!", "[^")) // the shell's [!…] is Go's [^…]
 			for _, m := range matches {
 				if s.steerable(m) {
 					return fmt.Sprintf("its shell reads %s, which names %s, within reach of sandboxed commands", it.path, m)
@@ -356,14 +386,12 @@ type startupRef struct {
 	// source: it follows . or source. follow: the shell may read it as
 	// a script (a source, or a glob: for f in DIR/*.sh; do . "$f"; done).
 	source, follow bool
-	// pathEntry: a relative (or empty) entry of a PATH it assigns.
-	pathEntry bool
+	// pathEntry names the list (PATH, LD_LIBRARY_PATH…) it assigns a
+	// relative (or empty) entry.
+	pathEntry string
 	// tooMany: the word stands for more than maxExpansions paths.
 	tooMany bool
 }
-
-// unknownValue stands for a value execd cannot expand.
-const unknownValue = "\x00"
 
 // startupCache keeps what each startup file names, while the file stays
 // the same (device, inode, size, modification time), for the last few
@@ -387,8 +415,7 @@ type startupEntry struct {
 
 // scan returns the paths the file at path names and the variables it
 // leaves, starting from vars; read as the shell would (through
-// symlinks), at most maxStartupSize bytes of text. A file with a NUL
-// byte names nothing (a shell will not source it).
+// symlinks), at most maxStartupSize bytes of text.
 func (c *startupCache) scan(path string, vars startupVars, getenv func(string) string) ([]startupRef, startupVars, error) {
 	f, err := fspath.OpenRegular(path, 0)
 	if err != nil {
@@ -419,10 +446,7 @@ func (c *startupCache) scan(path string, vars startupVars, getenv func(string) s
 	if len(b) > maxStartupSize {
 		return nil, nil, fmt.Errorf("larger than %d bytes", maxStartupSize)
 	}
-	key.out = vars
-	if !bytes.Contains(b, []byte{0}) {
-		key.refs, key.out = startupRefs(string(b), vars, getenv)
-	}
+	key.refs, key.out = startupRefs(string(b), vars, getenv) // a NUL does not stop the shells
 	c.mu.Lock()
 	if c.entries == nil {
 		c.entries = map[string][]startupEntry{}
@@ -457,19 +481,54 @@ func startupRefs(text string, vars startupVars, getenv func(string) string) ([]s
 		if v, ok := vars[name]; ok {
 			return v
 		}
-		if v := getenv(name); v != "" && name != "PATH" {
+		if name == "PATH" || slices.Contains(shellSets, name) {
+			return []string{unknownValue}
+		}
+		if v := getenv(name); v != "" {
 			return []string{v}
 		}
-		return []string{unknownValue}
+		return []string{unsetValue}
 	}
 	var refs []startupRef
 	for line := range strings.Lines(text) {
 		for _, words := range [][]string{strings.FieldsFunc(line, isWordBreak), quotedFields(line)} {
+			zshPath := false // in zsh's path=(…), whose words are PATH entries
 			for i, w := range words {
 				w = strings.NewReplacer("\\", "", "\"", "", "'", "").Replace(w)
 				words[i] = w
-				if slices.Contains(words[:i], "unset") && isName(w) {
-					vars = vars.add(w, append(lookup(w), unknownValue))
+				if zshPath && w != "$path" && w != "${path[@]}" {
+					if exps, ok := expandWord(w, lookup); ok && slices.ContainsFunc(exps, func(e expansion) bool {
+						return e.full && e.s != "" && !filepath.IsAbs(e.s)
+					}) {
+						refs = append(refs, startupRef{word: w, pathEntry: "PATH"})
+					}
+				}
+				if w == "path=" || w == "path+=" {
+					zshPath = true
+				}
+				if isName(w) && slices.ContainsFunc(words[:i], func(u string) bool {
+					return slices.Contains([]string{"unset", "local", "declare", "typeset"}, u)
+				}) {
+					vars = vars.add(w, append(lookup(w), unsetValue))
+				}
+				if isName(w) && i > 0 && (words[i-1] == "read" || strings.HasPrefix(words[i-1], "-") && slices.Contains(words[:i], "read")) {
+					vars = vars.add(w, append(lookup(w), unknownValue)) // read NAME, read -r NAME
+				}
+				if isName(w) && i > 0 && words[i-1] == "for" {
+					// for NAME in WORD…; do: each word is a value.
+					vals := []string{unknownValue} // for NAME; do: the arguments
+					if i+1 < len(words) && words[i+1] == "in" {
+						vals = nil
+						for _, v := range words[i+2:] {
+							if v == "do" {
+								break
+							}
+							for _, b := range startupPaths(v, true, lookup) {
+								vals = append(vals, cmp.Or(b.path, unknownValue))
+							}
+						}
+					}
+					vars = vars.add(w, append(lookup(w), vals...))
 				}
 				name, value, assigns := strings.Cut(w, "=")
 				name, appends := strings.CutSuffix(name, "+")
@@ -478,32 +537,36 @@ func startupRefs(text string, vars startupVars, getenv func(string) string) ([]s
 					if !ok {
 						exps = []expansion{{}} // too many: unknown
 					}
-					var vals []string
-					for _, e := range exps {
-						for _, prev := range lookup(name) {
-							switch {
-							case !e.full || appends && prev == unknownValue:
-								vals = append(vals, unknownValue)
-							case appends:
-								vals = append(vals, prev+e.s)
-							default:
-								vals = append(vals, e.s)
+					vals := []string{widenedValue} // X="$X:…", X+=…: grows with every reading
+					if !appends && !selfRef(value, name) {
+						vals = nil
+						for _, e := range exps {
+							if !e.full {
+								e.s = unknownValue
 							}
-							if !appends {
-								break
+							vals = append(vals, e.s)
+						}
+					}
+					if slices.Contains(searchLists, name) {
+						// An empty entry (an unset $GOBIN too) is the
+						// directory the shell is in; a variable the files
+						// assign counts as set, though.
+						assigned := func(name string) []string {
+							v := lookup(name)
+							if len(v) > 1 {
+								v = slices.DeleteFunc(slices.Clone(v), func(s string) bool { return s == unsetValue })
+							}
+							return v
+						}
+						for _, piece := range splitColons(value) {
+							if exps, ok := expandWord(piece, assigned); ok && slices.ContainsFunc(exps, func(e expansion) bool {
+								return e.full && !filepath.IsAbs(e.s)
+							}) {
+								refs = append(refs, startupRef{word: piece, pathEntry: name})
 							}
 						}
 					}
 					vars = vars.add(name, append(lookup(name), vals...)) // the value before stays one
-					if name == "PATH" {
-						for _, piece := range splitColons(value) {
-							if exps, ok := expandWord(piece, lookup); ok && slices.ContainsFunc(exps, func(e expansion) bool {
-								return e.full && !filepath.IsAbs(e.s)
-							}) {
-								refs = append(refs, startupRef{word: piece, pathEntry: true})
-							}
-						}
-					}
 					w = value
 				}
 				source := i > 0 && (words[i-1] == "." || words[i-1] == "source")
@@ -522,6 +585,31 @@ func startupRefs(text string, vars startupVars, getenv func(string) string) ([]s
 		seen[r] = true
 		return dup
 	}), vars
+}
+
+// shellSets are the variables a shell sets itself, whatever its
+// environment says: execd cannot tell their values (PWD it seeds with
+// the directory the shell starts in).
+var shellSets = []string{"BASH", "BASH_SOURCE", "BASH_ARGV0", "HISTFILE", "OLDPWD", "ZSH_NAME", "ZSH_ARGZERO", "SHELL"}
+
+// searchLists are the variables whose entries, split at colons, are
+// directories searched for programs or libraries, where an empty or
+// relative entry is relative to the directory a command runs in.
+var searchLists = []string{"PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "NODE_PATH", "PERL5LIB", "RUBYLIB", "GEM_PATH"}
+
+// selfRef reports whether the word value refers to the variable name
+// ($NAME, ${NAME…}).
+func selfRef(value, name string) bool {
+	for i := 0; i < len(value); i++ {
+		if value[i] != '$' {
+			continue
+		}
+		rest := strings.TrimPrefix(value[i+1:], "{")
+		if after, ok := strings.CutPrefix(rest, name); ok && (after == "" || (after[0] != '_' && !isAlnum(after[0]))) {
+			return true
+		}
+	}
+	return false
 }
 
 // isWordBreak reports whether r ends a word: a blank or an operator.
@@ -565,10 +653,16 @@ func quotedFields(line string) []string {
 }
 
 // startupPaths is what piece, a word or part of one, names: one ref for
-// each path it may stand for, none for an empty value or one with
-// nothing certain that is not sourced.
+// each path it may stand for (braces, ~/.{cargo/env,aliases}, expanded
+// first, as the shell does), none for an empty value or one with nothing
+// certain that is not sourced.
 func startupPaths(piece string, source bool, lookup func(string) []string) []startupRef {
-	exps, ok := expandWord(piece, lookup)
+	var exps []expansion
+	words, ok := braces(piece)
+	for _, w := range words {
+		more, mok := expandWord(w, lookup)
+		exps, ok = append(exps, more...), ok && mok && len(exps)+len(more) <= maxExpansions
+	}
 	if !ok {
 		return []startupRef{{word: piece, tooMany: true}}
 	}
@@ -599,6 +693,58 @@ func startupPaths(piece string, source bool, lookup func(string) []string) []sta
 			follow: path != "" && (source || strings.ContainsAny(path, "*?["))})
 	}
 	return refs
+}
+
+// braces returns the words the shell's brace expansion makes of w
+// (a{b,c}d: abd, acd; not ${…}); false when more than maxExpansions.
+func braces(w string) ([]string, bool) {
+	open := -1
+	for i := 0; i < len(w); i++ {
+		if w[i] == '{' && (i == 0 || w[i-1] != '$') {
+			open = i
+			break
+		}
+	}
+	if open < 0 {
+		return []string{w}, true
+	}
+	// The matching brace, and the commas at its level.
+	depth, commas := 0, []int{}
+	for j := open + 1; j < len(w); j++ {
+		switch w[j] {
+		case '{':
+			depth++
+		case ',':
+			if depth == 0 {
+				commas = append(commas, j)
+			}
+		case '}':
+			if depth > 0 {
+				depth--
+				continue
+			}
+			prefix, suffix := w[:open], w[j+1:]
+			if len(commas) == 0 { // {x} stays as it is; look further on
+				rest, ok := braces(suffix)
+				out := make([]string, len(rest))
+				for k, r := range rest {
+					out[k] = w[:j+1] + r
+				}
+				return out, ok
+			}
+			var out []string
+			start := open + 1
+			for _, c := range append(commas, j) {
+				more, ok := braces(prefix + w[start:c] + suffix)
+				if out = append(out, more...); !ok || len(out) > maxExpansions {
+					return nil, false
+				}
+				start = c + 1
+			}
+			return out, true
+		}
+	}
+	return []string{w}, true // never closed
 }
 
 // splitColons splits w at the colons outside ${…}.
@@ -653,13 +799,18 @@ func join(exps, more []expansion) ([]expansion, bool) {
 	return out, len(out) <= maxExpansions
 }
 
-// values is what lookup's values for a variable expand to.
+// values is what lookup's values for a variable expand to: an unset
+// one to "", an unknown one to nothing certain.
 func values(vals []string) []expansion {
 	out := make([]expansion, len(vals))
 	for i, v := range vals {
-		out[i] = expansion{v, v != unknownValue}
-		if v == unknownValue {
-			out[i].s = ""
+		switch {
+		case unknown(v):
+			out[i] = expansion{}
+		case v == unsetValue:
+			out[i] = expansion{"", true}
+		default:
+			out[i] = expansion{v, true}
 		}
 	}
 	return out
@@ -674,10 +825,17 @@ func expandWord(w string, lookup func(string) []string) ([]expansion, bool) {
 	exps := []expansion{{full: true}}
 	ok := true
 	if rest, found := strings.CutPrefix(w, "~"); found {
-		if rest != "" && rest[0] != '/' {
-			return []expansion{{}}, true // another user's
+		name, rest, _ := strings.Cut(rest, "/")
+		if name == "" {
+			exps, ok = join(exps, values(lookup("HOME")))
+		} else if u, err := user.Lookup(name); err == nil && isUserName(name) && filepath.IsAbs(u.HomeDir) {
+			exps, ok = join(exps, []expansion{{u.HomeDir, true}}) // ~user
+		} else {
+			return []expansion{{}}, true
 		}
-		exps, ok = join(exps, values(lookup("HOME")))
+		if rest != "" || strings.Contains(w, "/") {
+			rest = "/" + rest
+		}
 		w = rest
 	}
 	for ok {
@@ -750,11 +908,32 @@ func expandParam(inner string, lookup func(string) []string) ([]expansion, bool)
 	vals := lookup(name)
 	colon := strings.HasPrefix(rest, ":")
 	op := strings.TrimPrefix(rest, ":")
-	if op == "" && !colon {
+	switch {
+	case op == "" && !colon:
 		return values(vals), true
+	case op == "" || strings.ContainsRune("-=+?", rune(op[0])):
+	case !colon && slices.Contains([]string{"%/", "%/*", "%%/*"}, op):
+		// A trailing slash, or what follows the last (or first) slash,
+		// cut: ${X%/}, ${X%/*} (its directory).
+		var out []expansion
+		for _, v := range values(vals) {
+			switch {
+			case !v.full:
+			case op == "%/":
+				v.s = strings.TrimSuffix(v.s, "/")
+			case op == "%/*" && strings.Contains(v.s, "/"):
+				v.s = v.s[:strings.LastIndex(v.s, "/")]
+			case op == "%%/*" && strings.Contains(v.s, "/"):
+				v.s = v.s[:strings.Index(v.s, "/")]
+			}
+			out = append(out, v)
+		}
+		return out, true
+	default:
+		return []expansion{{}}, true // ${X#y}, ${X/a/b}, ${X:1}…
 	}
-	if op == "" || !strings.ContainsRune("-=+", rune(op[0])) {
-		return []expansion{{}}, true // ${X%y}, ${X/a/b}, ${X:1}…
+	if op == "" {
+		return []expansion{{}}, true
 	}
 	word, ok := expandWord(op[1:], lookup)
 	if !ok {
@@ -762,8 +941,8 @@ func expandParam(inner string, lookup func(string) []string) ([]expansion, bool)
 	}
 	var out []expansion
 	for _, v := range vals {
-		unknown := v == unknownValue
-		empty := colon && v == ""
+		unknown := unknown(v)
+		empty := v == unsetValue || colon && v == ""
 		switch op[0] {
 		case '-', '=':
 			if unknown || empty {
@@ -779,9 +958,16 @@ func expandParam(inner string, lookup func(string) []string) ([]expansion, bool)
 			if unknown || !empty {
 				out = append(out, word...)
 			}
+		case '?': // or the shell stops
+			out = append(out, values([]string{v})...)
 		}
 	}
 	return join([]expansion{{full: true}}, out)
+}
+
+// isUserName reports whether s may be a user's name after ~.
+func isUserName(s string) bool {
+	return s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == ""
 }
 
 // isName reports whether s is a shell variable name.

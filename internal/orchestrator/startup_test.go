@@ -58,8 +58,9 @@ export PATH="./node_modules/.bin:$PATH:"
 . "$SDK/init.sh"
 `
 	type ref struct {
-		path, dir                 string
-		source, follow, pathEntry bool
+		path, dir      string
+		source, follow bool
+		pathEntry      string
 	}
 	var got []ref
 	refs, vars := startupRefs(text, startupVars{"SDK": {"/opt/sdk"}}, getenv)
@@ -67,28 +68,30 @@ export PATH="./node_modules/.bin:$PATH:"
 		got = append(got, ref{r.path, r.dir, r.source, r.follow, r.pathEntry})
 	}
 	want := []ref{
-		{"/home/u/.profile", "/home/u/.profile", false, false, false}, // comments count
-		{"/home/u/.cargo/env", "/home/u/.cargo/env", true, true, false},
-		{"/home/u/.cargo/bin", "/home/u/.cargo/bin", false, false, false},
-		{"/home/u/.nvm", "/home/u/.nvm", false, false, false},
-		{"/home/u/.nvm/nvm.sh", "/home/u/.nvm/nvm.sh", false, false, false},
-		{"", "", true, false, false}, // NVM_DIR as it was before: unknown
-		{"/home/u/.nvm/nvm.sh", "/home/u/.nvm/nvm.sh", true, true, false},
-		{"/etc/profile.d/*.sh", "/etc/profile.d", false, true, false},
-		{"", "", true, false, false}, // . $i: nothing certain
-		{".env.local", "", true, true, false},
-		{"", "/home/u/proj", false, false, false},
-		{"//example.com", "/example.com", false, false, false},
-		{"/home/u/y", "/home/u/y", false, false, false},
-		{"/home/u/.cargo/bin", "/home/u/.cargo/bin", false, false, false}, // ${CARGO_HOME:-$HOME/.cargo}
-		{"", "", false, false, true},                                      // ./node_modules/.bin
-		{"", "", false, false, true},                                      // the empty entry after $PATH
-		{"/opt/sdk/init.sh", "/opt/sdk/init.sh", true, true, false},       // SDK from the file before
+		{"/home/u/.profile", "/home/u/.profile", false, false, ""}, // comments count
+		{"/home/u/.cargo/env", "/home/u/.cargo/env", true, true, ""},
+		{"/home/u/.cargo/bin", "/home/u/.cargo/bin", false, false, ""},
+		{"/home/u/.nvm", "/home/u/.nvm", false, false, ""},
+		{"/home/u/.nvm/nvm.sh", "/home/u/.nvm/nvm.sh", false, false, ""},
+		{"/nvm.sh", "/nvm.sh", false, false, ""}, // NVM_DIR as it was before: unset
+		{"/home/u/.nvm/nvm.sh", "/home/u/.nvm/nvm.sh", true, true, ""},
+		{"/nvm.sh", "/nvm.sh", true, true, ""},
+		{"/etc/profile.d/*.sh", "/etc/profile.d", false, true, ""},
+		{"/etc/profile.d/*.sh", "/etc/profile.d", true, true, ""}, // . $i, i from the for loop
+		{".env.local", "", true, true, ""},
+		{"/home/u/proj/", "/home/u/proj", false, false, ""}, // X unset
+		{"//example.com", "/example.com", false, false, ""},
+		{"/home/u/y", "/home/u/y", false, false, ""},
+		{"/home/u/.cargo/bin", "/home/u/.cargo/bin", false, false, ""}, // ${CARGO_HOME:-$HOME/.cargo}
+		{"", "", false, false, "PATH"},                                 // ./node_modules/.bin
+		{"", "", false, false, "PATH"},                                 // the empty entry after $PATH
+		{"/opt/sdk/init.sh", "/opt/sdk/init.sh", true, true, ""},       // SDK from the file before
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("startupRefs:\n got %v\nwant %v", got, want)
 	}
-	if !vars.equal(startupVars{"NVM_DIR": {unknownValue, "/home/u/.nvm"}, "PATH": {unknownValue}, "SDK": {"/opt/sdk"}, "p": {unknownValue, "cd"}}) {
+	if !vars.equal(startupVars{"NVM_DIR": {unsetValue, "/home/u/.nvm"}, "PATH": {unknownValue, widenedValue}, "SDK": {"/opt/sdk"},
+		"i": {unsetValue, "/etc/profile.d/*.sh"}, "p": {unsetValue, "cd", "cd ~/proj/"}}) {
 		t.Errorf("variables left: %q", vars)
 	}
 }
@@ -240,6 +243,24 @@ func TestStartupValues(t *testing.T) {
 		{"zsh --LOG_IN", []file{{".zprofile", ". ~/.cargo/env\n"}}, nil, []string{"zsh", "--LOG_IN", "-c", "ls"}, "~/.cargo/env"},
 		{"exec -l zsh", nil, nil, []string{"bash", "-c", "exec -l zsh -c ls"}, "environment of its own making"},
 		{"ZDOTDIR set in .zprofile", []file{{".zprofile", "ZDOTDIR=$PWD\n"}}, nil, []string{"zsh", "-lc", "ls"}, "/work/.zshenv, which a sandboxed"},
+		{"an unset variable in PATH", []file{{".profile", "export PATH=\"$GOBIN:$PATH\"\n"}}, nil, login, "adds the PATH entry \"$GOBIN\""},
+		{"zsh's path array", []file{{".zprofile", "path=(./node_modules/.bin $path)\n"}}, nil, []string{"zsh", "-lc", "ls"}, "adds the PATH entry"},
+		{"an unset LD_LIBRARY_PATH", []file{{".profile", "export LD_LIBRARY_PATH=/usr/local/cuda/lib64:$LD_LIBRARY_PATH\n"}}, nil, login,
+			"adds the LD_LIBRARY_PATH entry"},
+		{"braces", []file{{".profile", "for f in ~/.{cargo/env,bash_aliases}; do [ -r \"$f\" ] && . \"$f\"; done\n"}}, nil, login, ".{cargo/env"},
+		{"deeper than execd reads", []file{{".profile", ". ~/c1\n"}, {"c1", ". ~/c2\n"}, {"c2", ". ~/c3\n"}, {"c3", ". ~/c4\n"},
+			{"c4", ". ~/c5\n"}, {"c5", ". ~/c6\n"}, {"c6", ". ~/c7\n"}, {"c7", ". ~/.cargo/env\n"}}, nil, login, "deep"},
+		{"a value two steps back", []file{{".profile", "f() { . \"$HOME/$C/env\"; }\ng() { C=$B; }\nB=.cargo\ng\nf\n"}}, nil, login, "$HOME/$C/env"},
+		{"${X:?}", []file{{".profile", ". \"${HOME:?}/.cargo/env\"\n"}}, nil, login, ".cargo/env"},
+		{"${X%/}", []file{{".profile", ". \"${HOME%/}/.cargo/env\"\n"}}, nil, login, ".cargo/env"},
+		{"local", []file{{".profile", "f(){ local CARGO_HOME; . \"${CARGO_HOME:-$HOME/.cargo}/env\"; }; f\n"}},
+			[]string{"CARGO_HOME=/opt/cargo"}, login, ".cargo}/env"},
+		{"a negated glob", []file{{".profile", "for f in ~/rc.d/[!_]*; do . \"$f\"; done\n"}, {"rc.d/x.sh", ". ~/.cargo/env\n"}}, nil, login,
+			"~/.cargo/env"},
+		{"a NUL byte", []file{{".profile", ". ~/safe\n"}, {"safe", ". ~/.cargo/env\n\x00\n"}}, nil, login, "~/.cargo/env"},
+		{"fish", nil, nil, []string{"fish", "-c", "ls"}, "fish's startup files"},
+		{"GOBIN set before it goes into PATH", []file{{".profile", "export GOBIN=$HOME/go/bin\nexport PATH=$PATH:$GOBIN\n"}}, nil, login, ""},
+		{"a for loop adding to PATH", []file{{".profile", "for d in ~/bin ~/.local/bin; do PATH=\"$d:$PATH\"; done\n"}}, nil, login, ""},
 		{"many scripts in a directory the profile sources", []file{{".profile", "for f in ~/rc.d/*; do . \"$f\"; done\n"}},
 			nil, login, ""},
 		{"an assignment that never reaches a root", []file{{".profile", "X=/opt/a\nX=\"$X:/opt/b\"\nexport PATH=\"$X:$PATH\"\n. \"$X/env\"\n"}},
@@ -268,5 +289,22 @@ func TestStartupValues(t *testing.T) {
 				t.Errorf("%q: %q; want %q", tt.argv, why, tt.want)
 			}
 		})
+	}
+}
+
+func TestBraces(t *testing.T) {
+	for w, want := range map[string][]string{
+		"~/.{cargo/env,bash_aliases}": {"~/.cargo/env", "~/.bash_aliases"},
+		"a{b,c{d,e}}f":                {"abf", "acdf", "acef"},
+		"${HOME}/{x}/{y,z}":           {"${HOME}/{x}/y", "${HOME}/{x}/z"},
+		"a{b,c":                       {"a{b,c"},
+		"plain":                       {"plain"},
+	} {
+		if got, ok := braces(w); !ok || !slices.Equal(got, want) {
+			t.Errorf("braces(%q) = %q, %v; want %q", w, got, ok, want)
+		}
+	}
+	if _, ok := braces(strings.Repeat("{a,b}", 7)); ok {
+		t.Error("128 words from one: want too many")
 	}
 }
