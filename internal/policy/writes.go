@@ -56,15 +56,9 @@ var writers = map[string]func(args []string) bool{
 			slices.ContainsFunc(optionValues(args, "w", "--write-out"), func(v string) bool { return strings.HasPrefix(v, "@") })
 		return writeOut || hasOption(args, "o", "--output") || hasOption(args, "O", "--remote-name") ||
 			hasOption(args, "D", "--dump-header") || hasOption(args, "c", "--cookie-jar") ||
-			hasOption(args, "K", "--config") || slices.ContainsFunc(args, func(a string) bool {
-			for _, o := range []string{"--remote-name-all", "--output-dir", "--trace", "--trace-ascii", "--libcurl",
-				"--stderr", "--etag-save", "--hsts", "--alt-svc", "--create-dirs"} {
-				if a == o || strings.HasPrefix(a, o+"=") {
-					return true
-				}
-			}
-			return false
-		})
+			hasOption(args, "K", "--config") || slices.ContainsFunc([]string{"--remote-name-all", "--output-dir", "--trace",
+			"--trace-ascii", "--libcurl", "--stderr", "--etag-save", "--hsts", "--alt-svc", "--create-dirs"},
+			func(o string) bool { return hasOption(args, "", o) })
 	},
 	"wget": func([]string) bool { return true }, // saves what it fetches unless told otherwise
 	"gpg":  outputOption, "gpg2": outputOption,
@@ -119,11 +113,12 @@ func yqWrites(args []string) bool {
 }
 
 // kubectlWrites: a kubeconfig names programs it runs (users[].user.exec),
-// cp writes local files, and a command kubectl does not have runs the
-// plugin kubectl-NAME from PATH, a program the rules never checked; only
-// the commands that read are known.
+// some global options write files, cp writes local files, and a command
+// kubectl does not have runs the plugin kubectl-NAME from PATH, a program
+// the rules never checked; only the commands that read are known.
 func kubectlWrites(args []string) bool {
-	if hasOption(args, "", "--kubeconfig") {
+	if slices.ContainsFunc([]string{"--kubeconfig", "--profile-output", "--cache-dir", "--log-file", "--log-dir"},
+		func(o string) bool { return hasOption(args, "", o) }) {
 		return true
 	}
 	ops := operands(args)
@@ -166,7 +161,8 @@ func hasOption(args []string, s, long string) bool {
 }
 
 // optionValues returns the values args give the option -s (-s V, -sV,
-// and in a cluster: -xs V, -xsV) or --long (--long V, --long=V).
+// and in a cluster: -xs V, -xsV) or --long (--long V, --long=V, and
+// abbreviated as hasOption takes it).
 func optionValues(args []string, s, long string) []string {
 	var out []string
 	for i := 0; i < len(args); i++ {
@@ -174,13 +170,13 @@ func optionValues(args []string, s, long string) []string {
 		switch {
 		case a == "--":
 			return out
-		case a == long:
+		case len(a) > 2 && strings.HasPrefix(a, "--") && strings.HasPrefix(long, a): // abbreviated too
 			if i+1 < len(args) {
 				out = append(out, args[i+1])
 				i++
 			}
-		case strings.HasPrefix(a, long+"="):
-			out = append(out, a[len(long)+1:])
+		case strings.HasPrefix(a, "--") && strings.Contains(a, "=") && strings.HasPrefix(long, a[:strings.Index(a, "=")]):
+			out = append(out, a[strings.Index(a, "=")+1:])
 		case len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.Contains(a[1:], s):
 			switch v := a[1+strings.Index(a[1:], s)+len(s):]; {
 			case v != "":
