@@ -490,22 +490,19 @@ func startupRefs(text string, vars startupVars, getenv func(string) string) ([]s
 		return []string{unsetValue}
 	}
 	var refs []startupRef
+	for _, w := range zshPathWords(text) {
+		w = strings.NewReplacer("\\", "", "\"", "", "'", "").Replace(w)
+		if exps, ok := expandWord(w, lookup); ok && w != "$path" && w != "${path[@]}" && slices.ContainsFunc(exps, func(e expansion) bool {
+			return e.full && e.s != "" && !filepath.IsAbs(e.s)
+		}) {
+			refs = append(refs, startupRef{word: w, pathEntry: "PATH"})
+		}
+	}
 	for line := range strings.Lines(text) {
 		for _, words := range [][]string{strings.FieldsFunc(line, isWordBreak), quotedFields(line)} {
-			zshPath := false // in zsh's path=(…), whose words are PATH entries
 			for i, w := range words {
 				w = strings.NewReplacer("\\", "", "\"", "", "'", "").Replace(w)
 				words[i] = w
-				if zshPath && w != "$path" && w != "${path[@]}" {
-					if exps, ok := expandWord(w, lookup); ok && slices.ContainsFunc(exps, func(e expansion) bool {
-						return e.full && e.s != "" && !filepath.IsAbs(e.s)
-					}) {
-						refs = append(refs, startupRef{word: w, pathEntry: "PATH"})
-					}
-				}
-				if w == "path=" || w == "path+=" {
-					zshPath = true
-				}
 				if isName(w) && slices.ContainsFunc(words[:i], func(u string) bool {
 					return slices.Contains([]string{"unset", "local", "declare", "typeset"}, u)
 				}) {
@@ -585,6 +582,28 @@ func startupRefs(text string, vars startupVars, getenv func(string) string) ([]s
 		seen[r] = true
 		return dup
 	}), vars
+}
+
+// zshPathWords returns the words of zsh's path=(…) and path+=(…) in
+// text, an array that may span lines: PATH's entries.
+func zshPathWords(text string) []string {
+	var out []string
+	for rest := text; ; {
+		i := strings.Index(rest, "path=(")
+		if j := strings.Index(rest, "path+=("); j >= 0 && (i < 0 || j < i) {
+			i = j + 1 // "path+=(" is one byte longer
+		}
+		if i < 0 {
+			return out
+		}
+		rest = rest[i+len("path=("):]
+		body, after, _ := strings.Cut(rest, ")")
+		for _, line := range strings.Split(body, "\n") {
+			out = append(out, strings.FieldsFunc(line, isWordBreak)...)
+			out = append(out, quotedFields(line)...)
+		}
+		rest = after
+	}
 }
 
 // shellSets are the variables a shell sets itself, whatever its
