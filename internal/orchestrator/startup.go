@@ -96,8 +96,11 @@ func (s *startupScan) files(sh shellStart, home, cwd string) ([]string, string) 
 			env = append(env, gitrepo.ExpandHome(p, home))
 		}
 	}
-	zds := s.vars["ZDOTDIR"]
-	for _, zd := range zds {
+	zds := slices.Clone(s.vars["ZDOTDIR"])
+	for i, zd := range zds {
+		if zd == unsetValue {
+			zd, zds[i] = home, home // zsh's default
+		}
 		if unknown(zd) || !filepath.IsAbs(zd) {
 			return nil, "its zsh's startup files set ZDOTDIR to a directory execd cannot tell"
 		}
