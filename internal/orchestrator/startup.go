@@ -96,7 +96,10 @@ func (s *startupScan) files(sh shellStart, home, cwd string) ([]string, string) 
 			env = append(env, gitrepo.ExpandHome(p, home))
 		}
 	}
-	zds := slices.Clone(s.vars["ZDOTDIR"])
+	zds := []string{home} // only zsh takes ZDOTDIR
+	if sh.name == "zsh" {
+		zds = slices.Clone(s.vars["ZDOTDIR"])
+	}
 	for i, zd := range zds {
 		if zd == unsetValue {
 			zd, zds[i] = home, home // zsh's default

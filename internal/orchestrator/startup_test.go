@@ -264,6 +264,8 @@ func TestStartupValues(t *testing.T) {
 		{"a NUL byte", []file{{".profile", ". ~/safe\n"}, {"safe", ". ~/.cargo/env\n\x00\n"}}, nil, login, "~/.cargo/env"},
 		{"fish", nil, nil, []string{"fish", "-c", "ls"}, "fish's startup files"},
 		{"ZDOTDIR unset", []file{{".zshenv", "unset ZDOTDIR\n"}}, nil, []string{"zsh", "-lc", "ls"}, ""},
+		{"a ZDOTDIR bash does not take", []file{{".profile", "export ZDOTDIR=\"$(zdot)\"\n"}}, nil, login, ""},
+		{"a ZDOTDIR zsh takes", []file{{".zshenv", "export ZDOTDIR=\"$(zdot)\"\n"}}, nil, []string{"zsh", "-lc", "ls"}, "ZDOTDIR"},
 		{"GOBIN set before it goes into PATH", []file{{".profile", "export GOBIN=$HOME/go/bin\nexport PATH=$PATH:$GOBIN\n"}}, nil, login, ""},
 		{"a for loop adding to PATH", []file{{".profile", "for d in ~/bin ~/.local/bin; do PATH=\"$d:$PATH\"; done\n"}}, nil, login, ""},
 		{"many scripts in a directory the profile sources", []file{{".profile", "for f in ~/rc.d/*; do . \"$f\"; done\n"}},
