@@ -68,6 +68,7 @@ func TestRunCommand(t *testing.T) {
 		{"timeout", fullAccess, []string{"run", "--timeout", "200ms", "--", "sleep", "5"}, 124, "", "timed out"},
 		{"signal", fullAccess, []string{"run", "--", "sh", "-c", "kill -TERM $$"}, 143, "", ""},
 		{"missing command", fullAccess, []string{"run"}, 2, "", "missing command"},
+		{"negative timeout", fullAccess, []string{"run", "--timeout", "-1s", "--", "echo", "hi"}, 2, "", "--timeout -1s: want a duration of 0"},
 		{"stdin is /dev/null", fullAccess, []string{"run", "--", "cat"}, 0, "", ""},
 	}
 	for _, tt := range tests {

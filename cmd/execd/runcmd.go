@@ -24,12 +24,16 @@ func runCmd(fs *pflag.FlagSet, argv []string) int {
 		fmt.Fprintln(os.Stderr, "execd run: missing command (usage: execd run [flags] -- CMD [ARG...])")
 		return exitUsage
 	}
+	timeout, _ := fs.GetDuration("timeout")
+	if timeout < 0 {
+		fmt.Fprintf(os.Stderr, "execd run: --timeout %v: want a duration of 0 (no timeout) or more, such as 30s\n", timeout)
+		return exitUsage
+	}
 	cfg, err := loadConfig(fs)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "execd: %v\n", err)
 		return exitUsage
 	}
-	timeout, _ := fs.GetDuration("timeout")
 	return runOne(fs, cfg, "run", argv, timeout, ttyApprover{timeout: cfg.Approval.Timeout})
 }
 
