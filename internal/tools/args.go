@@ -89,8 +89,15 @@ func (a *args) str(field string) string {
 	if json.Unmarshal(v, &s) != nil {
 		a.fail(field, "expected a string, got %s", describe(v))
 	}
+	if strings.ContainsRune(s, 0) && !slices.Contains(bytesFields, field) {
+		a.fail(field, "holds a NUL byte, which no command line, path or environment can carry")
+	}
 	return s
 }
+
+// bytesFields are the string fields that may hold any byte: what is
+// written to a session's input, and a patch's text.
+var bytesFields = []string{"chars", "input"}
 
 func (a *args) strList(field string) []string {
 	v, ok := a.raw(field)
@@ -100,6 +107,9 @@ func (a *args) strList(field string) []string {
 	var l []string
 	if json.Unmarshal(v, &l) != nil {
 		a.fail(field, "expected an array of strings, got %s", describe(v))
+	}
+	if i := slices.IndexFunc(l, func(s string) bool { return strings.ContainsRune(s, 0) }); i >= 0 {
+		a.fail(field, "element %d holds a NUL byte, which no command line can carry", i)
 	}
 	return l
 }
