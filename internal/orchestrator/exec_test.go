@@ -160,6 +160,22 @@ func TestExecWorkdir(t *testing.T) {
 	if !errors.As(err, &we) || we.Workdir != "missing" || !strings.Contains(err.Error(), "no such directory") {
 		t.Errorf("missing workdir: %v", err)
 	}
+	// The turn directory removed since start: named, not "cannot start".
+	if err := os.Remove(filepath.Join(o.Cwd(), "sub")); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(o.Cwd(), "gone")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gone := newTest(t, func(opts *Options) { opts.Cwd = dir })
+	if err := os.Remove(gone.Cwd()); err != nil {
+		t.Fatal(err)
+	}
+	_, err = gone.Exec(t.Context(), ExecRequest{Argv: []string{"pwd"}})
+	if want := "workdir " + gone.Cwd() + ": no such directory"; err == nil || err.Error() != want {
+		t.Errorf("removed turn directory: %v; want %q", err, want)
+	}
 }
 
 func TestExecSpawnErrors(t *testing.T) {

@@ -233,12 +233,13 @@ func (e *WorkdirError) Unwrap() error { return e.Err }
 
 // ResolveWorkdir returns the absolute directory a command runs in: workdir
 // resolved against the turn directory, which must exist. "" means the turn
-// directory.
+// directory, which must exist too (it may have been removed since start;
+// the error then names it).
 func (o *Orchestrator) ResolveWorkdir(workdir string) (string, error) {
-	if workdir == "" {
-		return o.cwd, nil
-	}
 	dir := workdir
+	if workdir == "" {
+		workdir, dir = o.cwd, o.cwd
+	}
 	if !filepath.IsAbs(dir) {
 		dir = filepath.Join(o.cwd, dir)
 	}
