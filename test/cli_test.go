@@ -82,6 +82,26 @@ func TestRunCommand(t *testing.T) {
 	}
 }
 
+// An output execd cannot write (a full disk: /dev/full) stops the
+// command and is execd's failure, with the reason, never a silent 0.
+func TestRunOutputFails(t *testing.T) {
+	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Skipf("no /dev/full: %v", err)
+	}
+	defer full.Close()
+	cmd, _ := execdCmd(t, fullAccess)
+	cmd.Args = append([]string{cmd.Args[0], "run"}, append(cmd.Args[1:], "--", "sh", "-c", "echo hi; sleep 1; echo late")...)
+	var errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = full, &errb
+	err = cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 125 || !strings.Contains(errb.String(), "cannot write the command's output") ||
+		!strings.Contains(errb.String(), "no space left on device") {
+		t.Errorf("execd run > /dev/full: %v, stderr %q; want exit 125 naming the write error", err, errb.String())
+	}
+}
+
 // On a kernel without Landlock the default sandbox cannot be enforced:
 // the command is refused, never run unsandboxed (SPEC §8.3).
 func TestRunFailsClosedWithoutLandlock(t *testing.T) {

@@ -96,9 +96,16 @@ func runOne(fs *pflag.FlagSet, cfg *config, name string, argv []string, timeout 
 // errBrokenPipe stops a command whose output nobody reads any more.
 var errBrokenPipe = errors.New("output pipe closed")
 
+// outputError stops a command whose output cannot be written (a full
+// disk, an I/O error): what it prints from then on would be lost.
+type outputError struct{ err error }
+
+func (e *outputError) Error() string { return "cannot write the command's output: " + e.err.Error() }
+
 // livePrinter prints a command's output as it comes. When the reader of
 // execd's stdout or stderr goes away, it stops the command, as a shell
-// pipeline's SIGPIPE would.
+// pipeline's SIGPIPE would; when a write fails otherwise, it stops it
+// with the reason.
 type livePrinter struct {
 	stop context.CancelCauseFunc
 }
@@ -108,8 +115,11 @@ func (p *livePrinter) write(s orchestrator.Stream, chunk []byte) {
 	if s == orchestrator.Stderr {
 		out = os.Stderr
 	}
-	if _, err := out.Write(chunk); errors.Is(err, syscall.EPIPE) {
+	switch _, err := out.Write(chunk); {
+	case errors.Is(err, syscall.EPIPE):
 		p.stop(errBrokenPipe)
+	case err != nil:
+		p.stop(&outputError{err})
 	}
 }
 
@@ -124,6 +134,9 @@ func exitCode(name string, res *orchestrator.ExecResult, err error, timeout fmt.
 		fmt.Fprintf(os.Stderr, "execd %s: command timed out after %v\n", name, timeout)
 	case errors.Is(res.Stopped, errBrokenPipe):
 		return 128 + int(syscall.SIGPIPE) // what a shell reports for a pipeline cut short
+	case errors.As(res.Stopped, new(*outputError)):
+		fmt.Fprintf(os.Stderr, "execd %s: %v; command killed\n", name, res.Stopped)
+		return exitInternal
 	case res.Stopped != nil:
 		fmt.Fprintf(os.Stderr, "execd %s: interrupted, command killed\n", name)
 		return 128 + int(syscall.SIGINT)
