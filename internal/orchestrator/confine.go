@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
@@ -205,10 +206,29 @@ func (o *Orchestrator) startError(cmd *exec.Cmd, err error) error {
 	switch {
 	case errors.Is(err, reaper.ErrClosed):
 		return ErrShuttingDown
+	case errors.Is(err, syscall.E2BIG):
+		return &SpawnError{Program: cmd.Path, Err: errArgMax(cmd)}
 	case errors.As(err, &se):
 		return err
 	}
 	return &SpawnError{Program: cmd.Path, Err: err}
+}
+
+// errArgMax says which of the kernel's limits a command's arguments and
+// environment passed (E2BIG), and what to do instead.
+func errArgMax(cmd *exec.Cmd) error {
+	total, longest := 0, 0
+	for _, s := range slices.Concat(cmd.Args, cmd.Env) {
+		total += len(s) + 1
+		longest = max(longest, len(s))
+	}
+	const maxArgStrlen = 32 * 4096 // MAX_ARG_STRLEN: one argument or variable
+	if longest > maxArgStrlen {
+		return fmt.Errorf("an argument or environment variable of %d bytes is over the kernel's limit of %d for one (MAX_ARG_STRLEN): "+
+			"write a long script to a file and run the file", longest, maxArgStrlen)
+	}
+	return fmt.Errorf("its arguments and environment, %d bytes, are over the kernel's limit for them all (ARG_MAX, a quarter of the stack limit): "+
+		"write a long script to a file and run the file, or pass less environment", total)
 }
 
 // confine decides how an authorized run is confined in the end (SPEC

@@ -178,6 +178,25 @@ func TestExecWorkdir(t *testing.T) {
 	}
 }
 
+// A command line past the kernel's limits says which limit, and what to
+// do instead (SPEC §3).
+func TestExecArgMax(t *testing.T) {
+	o := newTest(t, nil)
+	for _, tt := range []struct {
+		argv []string
+		want string
+	}{
+		{[]string{"echo", strings.Repeat("x", 200<<10)}, "MAX_ARG_STRLEN"},
+		{append([]string{"echo"}, slices.Repeat([]string{strings.Repeat("x", 100<<10)}, 100)...), "ARG_MAX"},
+	} {
+		_, err := o.Exec(t.Context(), ExecRequest{Argv: tt.argv})
+		var se *SpawnError
+		if !errors.As(err, &se) || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "write a long script to a file") {
+			t.Errorf("%d arguments: %v; want the limit %s named", len(tt.argv), err, tt.want)
+		}
+	}
+}
+
 func TestExecSpawnErrors(t *testing.T) {
 	o := newTest(t, nil)
 	_, err := o.Exec(t.Context(), ExecRequest{Argv: []string{"no-such-program-xyz"}})
