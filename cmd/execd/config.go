@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -424,8 +425,12 @@ func convert(k keySpec, raw any) (any, error) {
 		return d, nil
 	case kList:
 		return toList(raw)
-	case kMap:
-		return toMap(raw)
+	case kMap: // shell_environment_policy.set, the only map
+		m, err := toMap(raw)
+		if err != nil {
+			return nil, err
+		}
+		return m, checkEnvSet(m.(map[string]string))
 	}
 	return nil, fmt.Errorf("unknown kind %d", k.kind)
 }
@@ -498,6 +503,28 @@ func nonNil(l []string) []string {
 		return []string{}
 	}
 	return l
+}
+
+// maxArgStrlen is the kernel's limit on one argument or environment
+// variable (MAX_ARG_STRLEN, 32 pages).
+const maxArgStrlen = 32 * 4096
+
+// checkEnvSet refuses variables no command could be started with: a NUL
+// byte, an = in a name, or NAME=VALUE over the kernel's limit for one.
+func checkEnvSet(set map[string]string) error {
+	for _, name := range slices.Sorted(maps.Keys(set)) {
+		val := set[name]
+		switch n := len(name) + 1 + len(val); {
+		case name == "" || strings.ContainsAny(name, "=\x00"):
+			return fmt.Errorf("%q: not a variable name", name)
+		case strings.ContainsRune(val, 0):
+			return fmt.Errorf("%s: the value holds a NUL byte, which no environment can carry", name)
+		case n > maxArgStrlen:
+			return fmt.Errorf("%s: %d bytes with its name is over the kernel's limit of %d for one variable (MAX_ARG_STRLEN); "+
+				"put the value in a file and set its path", name, n, maxArgStrlen)
+		}
+	}
+	return nil
 }
 
 func toMap(raw any) (any, error) {

@@ -151,6 +151,8 @@ func TestConfigFileErrorsNameTheKey(t *testing.T) {
 		{"[sandbox]\nfail_closed = \"yes\"", `sandbox.fail_closed (config file`},
 		{"[sandbox]\nwritable_roots = [1]", "element 0: expected a string"},
 		{"[shell_environment_policy]\nset = { A = 1 }", "A: expected a string"},
+		{"[shell_environment_policy]\nset = { A = \"" + strings.Repeat("x", 140000) + "\" }", "over the kernel's limit of 131072 for one variable"},
+		{"[shell_environment_policy]\nset = { A = \"a\\u0000b\" }", "A: the value holds a NUL byte"},
 		{"[approval]\ntimeout = \"soon\"", `expected a positive duration such as "5m" or "90s", got "soon"`},
 		{"[rules]\nfiles = [\"\"]", "rules.files (config file"},
 		{"[rules]\nfiles = [\"a.rules\", \"\"]", "entry 2 is empty"},
