@@ -210,6 +210,10 @@ func (o *Orchestrator) startError(cmd *exec.Cmd, err error) error {
 		return &SpawnError{Program: cmd.Path, Err: errArgMax(cmd)}
 	case errors.As(err, &se):
 		return err
+	case errors.Is(err, fs.ErrNotExist) && cmd.Dir != "" && errors.Is(checkDir(cmd.Dir), fs.ErrNotExist):
+		// The directory, removed since it was checked (the turn
+		// directory since start, say), not the program.
+		return &WorkdirError{Workdir: cmd.Dir, Err: errors.New("no such directory")}
 	}
 	return &SpawnError{Program: cmd.Path, Err: err}
 }

@@ -233,13 +233,12 @@ func (e *WorkdirError) Unwrap() error { return e.Err }
 
 // ResolveWorkdir returns the absolute directory a command runs in: workdir
 // resolved against the turn directory, which must exist. "" means the turn
-// directory, which must exist too (it may have been removed since start;
-// the error then names it).
+// directory (whether it still exists, the start finds out: startError).
 func (o *Orchestrator) ResolveWorkdir(workdir string) (string, error) {
-	dir := workdir
 	if workdir == "" {
-		workdir, dir = o.cwd, o.cwd
+		return o.cwd, nil
 	}
+	dir := workdir
 	if !filepath.IsAbs(dir) {
 		dir = filepath.Join(o.cwd, dir)
 	}
