@@ -302,7 +302,11 @@ func (s *Server) callTool(ctx context.Context, req *rpc.Request) (any, error) {
 	}
 	c := &toolCall{id: req.ID, name: *p.Name, args: p.Arguments, progress: p.Meta.ProgressToken}
 	s.log.Debug("tool call", zap.Stringer("call_id", req.ID), zap.String("tool", c.name))
-	return run(ctx, c), nil
+	res := run(ctx, c)
+	if res.rpcErr != nil {
+		return nil, res.rpcErr
+	}
+	return res, nil
 }
 
 func (s *Server) callable() []string {
@@ -358,7 +362,9 @@ func errorResult(err error) *callResult {
 	case errors.As(err, &se):
 		return textResult("execution error: "+se.Error(), true)
 	case errors.Is(err, orchestrator.ErrShuttingDown):
-		return textResult(err.Error(), true)
+		// A request that came as execd stopped, as the connection
+		// answers those that come after (SPEC §3.2).
+		return &callResult{rpcErr: rpc.NewError(rpc.CodeInternalError, rpc.ErrShutdown.Error())}
 	}
 	return textResult("execution error: "+err.Error(), true)
 }

@@ -574,3 +574,26 @@ func (w *stuckWriter) String() string {
 	defer w.mu.Unlock()
 	return w.buf.String()
 }
+
+// A call that meets execd shutting down (its processes' reaper closed
+// before the connection stops reading) is answered as the connection
+// answers those that come after: JSON-RPC -32603, not a tool result
+// (SPEC §3.2).
+func TestCallDuringShutdown(t *testing.T) {
+	r := reaper.New()
+	defer r.Close()
+	c := startServer(t, func(_ *Options, o *orchestrator.Options) { o.Reaper = r })
+	if err := r.Shutdown(t.Context(), 0); err != nil { // as execd's shutdown does first
+		t.Fatal(err)
+	}
+	for _, tool := range []string{"shell", "exec_command"} {
+		args := map[string]any{"command": []string{"true"}}
+		if tool == "exec_command" {
+			args = map[string]any{"cmd": "true"}
+		}
+		f := c.request("tools/call", map[string]any{"name": tool, "arguments": args})
+		if f.Error == nil || f.Error.Code != rpc.CodeInternalError || !strings.Contains(f.Error.Message, "shutting down") {
+			t.Errorf("%s during shutdown: error %+v, result %s; want -32603", tool, f.Error, f.Result)
+		}
+	}
+}

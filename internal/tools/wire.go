@@ -54,6 +54,9 @@ type callResult struct {
 	Content           []textContent `json:"content"`
 	StructuredContent any           `json:"structuredContent,omitempty"`
 	IsError           bool          `json:"isError"`
+	// rpcErr, when set, is sent instead: the call failed as a request,
+	// not as a tool (execd shutting down).
+	rpcErr error
 }
 
 type setLevelParams struct {
