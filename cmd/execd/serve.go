@@ -98,6 +98,8 @@ func serve(cfg *config, base, log *zap.Logger, fwd *tools.LogForwarder, proto *o
 		log.Info("shutting down: stdin closed")
 	case errors.Is(serveErr, context.Canceled):
 		log.Info("shutting down: signal received")
+	case errors.Is(serveErr, rpc.ErrOutputClosed):
+		log.Info("shutting down: stdout closed", zap.Error(serveErr)) // the host is gone, as on stdin EOF
 	default:
 		log.Error("shutting down: connection failed", zap.Error(serveErr))
 		code = 1

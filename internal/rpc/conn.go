@@ -112,6 +112,8 @@ func (c *Conn) Serve(ctx context.Context) error {
 			return nil
 		}
 		return fmt.Errorf("read: %w", c.stream.inputErr)
+	case <-c.stream.outputDone:
+		return fmt.Errorf("%w: %w", ErrOutputClosed, c.stream.outputErr)
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	case <-jc.DisconnectNotify():

@@ -41,18 +41,24 @@ type lineStream struct {
 	inputDone chan struct{} // closed when the input ends; inputErr is then set
 	inputErr  error
 	endOnce   sync.Once
-	closed    chan struct{} // closed by Close
-	closeOnce sync.Once
+	// outputDone is closed when a write fails (the host closed its end:
+	// EPIPE); outputErr is then set.
+	outputDone chan struct{}
+	outputErr  error
+	outOnce    sync.Once
+	closed     chan struct{} // closed by Close
+	closeOnce  sync.Once
 }
 
 func newLineStream(r io.Reader, w io.WriteCloser, maxLine int, log *zap.Logger) *lineStream {
 	return &lineStream{
-		r:         bufio.NewReaderSize(r, readBufferBytes),
-		maxLine:   maxLine,
-		log:       log,
-		w:         w,
-		inputDone: make(chan struct{}),
-		closed:    make(chan struct{}),
+		r:          bufio.NewReaderSize(r, readBufferBytes),
+		maxLine:    maxLine,
+		log:        log,
+		w:          w,
+		inputDone:  make(chan struct{}),
+		outputDone: make(chan struct{}),
+		closed:     make(chan struct{}),
 	}
 }
 
@@ -291,7 +297,16 @@ func (s *lineStream) WriteObject(v any) error {
 	b = append(b, '\n')
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	_, err = s.w.Write(b)
+	if _, err = s.w.Write(b); err != nil {
+		select {
+		case <-s.closed: // closed by us
+		default:
+			s.outOnce.Do(func() {
+				s.outputErr = err
+				close(s.outputDone)
+			})
+		}
+	}
 	return err
 }
 

@@ -30,6 +30,10 @@ var ErrCancelled = errors.New("request cancelled by the client")
 // connection shuts down.
 var ErrShutdown = errors.New("server is shutting down")
 
+// ErrOutputClosed is what Serve returns when a write to the output
+// failed: the client closed its end (EPIPE), so no reply can reach it.
+var ErrOutputClosed = errors.New("output closed")
+
 // Error is a JSON-RPC error object. Handlers return it to choose the code;
 // any other error is answered with CodeInternalError.
 type Error struct {
