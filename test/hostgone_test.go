@@ -1,10 +1,8 @@
 package test
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,35 +16,11 @@ import (
 // commands with it, instead of running commands nobody can see (SPEC
 // §3.2).
 func TestHostClosedStdout(t *testing.T) {
-	cmd, _ := execdCmd(t, fullAccess)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stdin.Close()
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout = outW
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	outW.Close()
-	send := func(line string) {
-		t.Helper()
-		if _, err := io.WriteString(stdin, line+"\n"); err != nil {
-			t.Fatalf("write to execd: %v", err)
-		}
-	}
-	send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`)
-	if _, err := bufio.NewReader(outR).ReadString('\n'); err != nil {
-		t.Fatal(err)
-	}
-	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c := startRaw(t, fullAccess)
+	c.initialize()
 	marker := filepath.Join(t.TempDir(), "started")
 	nap := fmt.Sprintf("%d.%d", 300, os.Getpid()) // a sleep no one else runs
-	send(toolCall(`"sleep"`, "shell", map[string]any{"command": []string{"sh", "-c", "touch " + marker + "; exec sleep " + nap}}))
+	c.send(toolCall("sleep", "shell", map[string]any{"command": []string{"sh", "-c", "touch " + marker + "; exec sleep " + nap}}))
 	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
 		if _, err := os.Stat(marker); err == nil {
 			break
@@ -55,10 +29,10 @@ func TestHostClosedStdout(t *testing.T) {
 			t.Fatal("the command did not start")
 		}
 	}
-	outR.Close()
-	send(`{"jsonrpc":"2.0","id":2,"method":"ping"}`) // its reply finds stdout closed
+	c.stdout.Close()
+	c.send(`{"jsonrpc":"2.0","id":2,"method":"ping"}`) // its reply finds stdout closed
 	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	go func() { done <- c.cmd.Wait() }()
 	select {
 	case err := <-done:
 		var ee *exec.ExitError
@@ -66,7 +40,7 @@ func TestHostClosedStdout(t *testing.T) {
 			t.Fatal(err)
 		}
 	case <-time.After(waitLimit):
-		_ = cmd.Process.Kill()
+		_ = c.cmd.Process.Kill()
 		<-done
 		t.Fatal("execd kept running after its stdout was closed")
 	}

@@ -17,10 +17,11 @@ import (
 // Every line execd writes must be a JSON-RPC 2.0 message: the reader fails
 // the test otherwise, which checks stdout hygiene on every exchange.
 type rawClient struct {
-	t     *testing.T
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	lines chan message
+	t      *testing.T
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout io.Closer // closing it is a host that stopped reading
+	lines  chan message
 }
 
 type message struct {
@@ -37,7 +38,17 @@ type message struct {
 
 func startRaw(t *testing.T, config string, args ...string) *rawClient {
 	t.Helper()
+	return startRawWith(t, config, nil, args...)
+}
+
+// startRawWith is startRaw; wrap, if set, may change the command first
+// (its stderr, say).
+func startRawWith(t *testing.T, config string, wrap func(*exec.Cmd), args ...string) *rawClient {
+	t.Helper()
 	cmd, _ := execdCmd(t, config, args...)
+	if wrap != nil {
+		wrap(cmd)
+	}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +60,7 @@ func startRaw(t *testing.T, config string, args ...string) *rawClient {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	c := &rawClient{t: t, cmd: cmd, stdin: stdin, lines: make(chan message, 20000)}
+	c := &rawClient{t: t, cmd: cmd, stdin: stdin, stdout: stdout, lines: make(chan message, 20000)}
 	go func() { // ends at execd's EOF
 		sc := bufio.NewScanner(stdout)
 		sc.Buffer(nil, 32<<20)
