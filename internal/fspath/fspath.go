@@ -16,6 +16,7 @@ package fspath
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -119,6 +120,16 @@ func Resolve(v View, p string, opts Options) (string, []string, error) {
 		return "", links, syscall.ENAMETOOLONG
 	}
 	return cur, links, nil
+}
+
+// ReadAtMost reads f whole, refusing one longer than limit bytes (an
+// error naming it): at most limit+1 bytes are read.
+func ReadAtMost(f *os.File, limit int) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
+	if err == nil && len(b) > limit {
+		err = fmt.Errorf("%s: larger than %d bytes", f.Name(), limit)
+	}
+	return b, err
 }
 
 // OpenRegular opens the regular file at path for reading, with flags

@@ -62,3 +62,21 @@ func TestResolve(t *testing.T) {
 		t.Error("a relative path was resolved")
 	}
 }
+
+func TestReadAtMost(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(p, []byte("12345"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for limit, ok := range map[int]bool{5: true, 4: false} {
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := ReadAtMost(f, limit)
+		f.Close()
+		if ok && (err != nil || string(b) != "12345") || !ok && (err == nil || !strings.Contains(err.Error(), "larger than 4 bytes")) {
+			t.Errorf("limit %d: %q, %v", limit, b, err)
+		}
+	}
+}

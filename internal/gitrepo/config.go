@@ -3,7 +3,6 @@ package gitrepo
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -49,12 +48,9 @@ func readConfig(path string, limit int, keep func(key string) bool) ([]Entry, er
 		return nil, err
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
+	b, err := fspath.ReadAtMost(f, limit)
 	if err != nil {
 		return nil, err
-	}
-	if len(b) > limit {
-		return nil, fmt.Errorf("%s: larger than %d bytes", path, limit)
 	}
 	return parseConfig(b, keep)
 }

@@ -49,8 +49,8 @@ func ReadPointer(path, prefix string) (string, error) {
 		return "", err
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxFile+1))
-	if err != nil || len(b) > maxFile {
+	b, err := fspath.ReadAtMost(f, maxFile)
+	if err != nil {
 		return "", errors.New("unreadable or too long")
 	}
 	s, ok := strings.CutPrefix(strings.TrimRight(string(b), "\r\n"), prefix)

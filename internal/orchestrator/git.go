@@ -3,7 +3,6 @@ package orchestrator
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -636,11 +635,7 @@ func readSmall(path string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err == nil && len(b) > limit {
-		err = fmt.Errorf("%s: larger than %d bytes", path, limit)
-	}
-	return b, err
+	return fspath.ReadAtMost(f, limit)
 }
 
 // appendLine appends line to the file at path (created 0600 with its

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"maps"
 	"os/user"
@@ -412,11 +411,18 @@ type startupCache struct {
 const startupCacheWays = 4
 
 type startupEntry struct {
-	dev, ino, size uint64
-	mtime          int64
-	in             startupVars // the variables it started with
-	refs           []startupRef
-	out            startupVars // the variables it left
+	file fileStamp
+	in   startupVars // the variables it started with
+	refs []startupRef
+	out  startupVars // the variables it left
+}
+
+// fileStamp tells a file as it is: its identity, size and modification
+// time.
+type fileStamp struct {
+	fileID
+	size  uint64
+	mtime int64
 }
 
 // scan returns the paths the file at path names and the variables it
@@ -433,33 +439,25 @@ func (c *startupCache) scan(path string, vars startupVars, getenv func(string) s
 		return nil, nil, err
 	}
 	dev, ino := sandbox.FileID(fi)
-	key := startupEntry{dev: dev, ino: ino, size: uint64(fi.Size()), mtime: fi.ModTime().UnixNano(), in: vars}
+	key := startupEntry{file: fileStamp{fileID{dev, ino}, uint64(fi.Size()), fi.ModTime().UnixNano()}, in: vars}
 	c.mu.Lock()
 	for _, e := range c.entries[path] {
-		if e.dev == key.dev && e.ino == key.ino && e.size == key.size && e.mtime == key.mtime && e.in.equal(vars) {
+		if e.file == key.file && e.in.equal(vars) {
 			c.mu.Unlock()
 			return e.refs, e.out, nil
 		}
 	}
 	c.mu.Unlock()
-	if fi.Size() > maxStartupSize {
-		return nil, nil, fmt.Errorf("larger than %d bytes", maxStartupSize)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxStartupSize+1))
+	b, err := fspath.ReadAtMost(f, maxStartupSize)
 	if err != nil {
 		return nil, nil, err
-	}
-	if len(b) > maxStartupSize {
-		return nil, nil, fmt.Errorf("larger than %d bytes", maxStartupSize)
 	}
 	key.refs, key.out = startupRefs(string(b), vars, getenv) // a NUL does not stop the shells
 	c.mu.Lock()
 	if c.entries == nil {
 		c.entries = map[string][]startupEntry{}
 	}
-	ways := slices.DeleteFunc(c.entries[path], func(e startupEntry) bool {
-		return e.dev != key.dev || e.ino != key.ino || e.size != key.size || e.mtime != key.mtime
-	})
+	ways := slices.DeleteFunc(c.entries[path], func(e startupEntry) bool { return e.file != key.file })
 	if len(ways) == startupCacheWays {
 		ways = ways[1:]
 	}
