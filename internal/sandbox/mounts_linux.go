@@ -170,13 +170,25 @@ func pinAndProtect(p *Policy, outer, roots, inner []openRoot) error {
 			return fmt.Errorf("protected path %s: %w", path, err)
 		}
 	}
-	for _, path := range p.SubmodulePaths {
-		pl.budget = pinsPerSubmodule
-		if err := pl.protectBelow("/", path); err != nil {
-			return fmt.Errorf("protected path %s: %w", path, err)
-		}
+	if _, err := pl.protectSubmodulePaths(p.SubmodulePaths); err != nil {
+		return err
 	}
 	return pl.apply()
+}
+
+// protectSubmodulePaths protects each of paths (Policy.SubmodulePaths)
+// with a submodule's budget of pins, and returns those it kept.
+func (pl *plan) protectSubmodulePaths(paths []string) (kept []string, err error) {
+	for _, path := range paths {
+		pl.budget = pinsPerSubmodule
+		if err := pl.protectBelow("/", path); err != nil {
+			return nil, fmt.Errorf("protected path %s: %w", path, err)
+		}
+		if pl.entries[path] != nil {
+			kept = append(kept, path)
+		}
+	}
+	return kept, nil
 }
 
 // Planned returns what a launch keeps read-only for the protected names
@@ -202,14 +214,8 @@ func Planned(roots []Root, names, submodules []string) (kept, readOnly []string,
 			return nil, nil, err
 		}
 	}
-	for _, path := range submodules {
-		pl.budget = pinsPerSubmodule
-		if err := pl.protectBelow("/", path); err != nil {
-			return nil, nil, fmt.Errorf("protected path %s: %w", path, err)
-		}
-		if pl.entries[path] != nil {
-			kept = append(kept, path)
-		}
+	if kept, err = pl.protectSubmodulePaths(submodules); err != nil {
+		return nil, nil, err
 	}
 	for _, e := range pl.entries {
 		if e.readOnly {
