@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/execd/execd/internal/orchestrator"
 	"github.com/pelletier/go-toml/v2"
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
@@ -505,10 +506,6 @@ func nonNil(l []string) []string {
 	return l
 }
 
-// maxArgStrlen is the kernel's limit on one argument or environment
-// variable (MAX_ARG_STRLEN, 32 pages).
-const maxArgStrlen = 32 * 4096
-
 // checkEnvSet refuses variables no command could be started with: a NUL
 // byte, an = in a name, or NAME=VALUE over the kernel's limit for one.
 func checkEnvSet(set map[string]string) error {
@@ -519,9 +516,9 @@ func checkEnvSet(set map[string]string) error {
 			return fmt.Errorf("%q: not a variable name", name)
 		case strings.ContainsRune(val, 0):
 			return fmt.Errorf("%s: the value holds a NUL byte, which no environment can carry", name)
-		case n > maxArgStrlen:
+		case n > orchestrator.MaxArgStrlen:
 			return fmt.Errorf("%s: %d bytes with its name is over the kernel's limit of %d for one variable (MAX_ARG_STRLEN); "+
-				"put the value in a file and set its path", name, n, maxArgStrlen)
+				"put the value in a file and set its path", name, n, orchestrator.MaxArgStrlen)
 		}
 	}
 	return nil

@@ -218,6 +218,10 @@ func (o *Orchestrator) startError(cmd *exec.Cmd, err error) error {
 	return &SpawnError{Program: cmd.Path, Err: err}
 }
 
+// MaxArgStrlen is the kernel's limit on one argument or environment
+// variable (MAX_ARG_STRLEN, 32 pages), NAME=VALUE counted whole.
+const MaxArgStrlen = 32 * 4096
+
 // errArgMax says which of the kernel's limits a command's arguments and
 // environment passed (E2BIG), and what to do instead.
 func errArgMax(cmd *exec.Cmd) error {
@@ -226,10 +230,9 @@ func errArgMax(cmd *exec.Cmd) error {
 		total += len(s) + 1
 		longest = max(longest, len(s))
 	}
-	const maxArgStrlen = 32 * 4096 // MAX_ARG_STRLEN: one argument or variable
-	if longest > maxArgStrlen {
+	if longest > MaxArgStrlen {
 		return fmt.Errorf("an argument or environment variable of %d bytes is over the kernel's limit of %d for one (MAX_ARG_STRLEN): "+
-			"write a long script to a file and run the file", longest, maxArgStrlen)
+			"write a long script to a file and run the file", longest, MaxArgStrlen)
 	}
 	return fmt.Errorf("its arguments and environment, %d bytes, are over the kernel's limit for them all (ARG_MAX, a quarter of the stack limit): "+
 		"write a long script to a file and run the file, or pass less environment", total)
