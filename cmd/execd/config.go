@@ -74,6 +74,9 @@ type config struct {
 		Max         int
 		MaxPollTime time.Duration
 	}
+	RPC struct {
+		MaxInFlight int
+	}
 	Log struct {
 		Level  string
 		Format string
@@ -623,6 +626,7 @@ func assign(v map[string]any) *config {
 	c.Exec.MaxOutputTokens = int(v["exec.max_output_tokens"].(int64))
 	c.Sessions.Max = int(v["sessions.max"].(int64))
 	c.Sessions.MaxPollTime = time.Duration(v["sessions.max_poll_ms"].(int64)) * time.Millisecond
+	c.RPC.MaxInFlight = int(v["rpc.max_in_flight"].(int64))
 	c.Log.Level = v["log.level"].(string)
 	c.Log.Format = v["log.format"].(string)
 	return c

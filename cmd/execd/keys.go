@@ -55,6 +55,7 @@ var keys = []keySpec{
 	{name: "exec.max_output_tokens", kind: kInt, min: 1},
 	{name: "sessions.max", kind: kInt, min: 1, max: 10000},
 	{name: "sessions.max_poll_ms", kind: kInt, min: 5000, max: tools.MaxTimeoutMs},
+	{name: "rpc.max_in_flight", kind: kInt, min: 1, max: 65536},
 	{name: "log.level", kind: kString, enum: []string{"debug", "info", "warn", "error"}, flag: "log-level"},
 	{name: "log.format", kind: kString, enum: []string{"json", "console"}},
 	{name: "audit.path", kind: kString},

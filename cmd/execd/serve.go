@@ -74,7 +74,7 @@ func serve(cfg *config, base, log *zap.Logger, fwd *tools.LogForwarder, proto *o
 		log.Error("start", zap.Error(err))
 		return exitInternal
 	}
-	conn := rpc.NewConn(os.Stdin, proto, rpc.Options{Logger: base.Named("rpc")})
+	conn := rpc.NewConn(os.Stdin, proto, rpc.Options{Logger: base.Named("rpc"), MaxInFlight: cfg.RPC.MaxInFlight})
 	srv, err := tools.New(conn, toolOptions(cfg, log, orch, fwd))
 	if err != nil {
 		log.Error("start", zap.Error(err))

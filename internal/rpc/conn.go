@@ -35,7 +35,14 @@ type Options struct {
 	Logger *zap.Logger
 	// MaxLineBytes limits one message; 0 means DefaultMaxLineBytes.
 	MaxLineBytes int
+	// MaxInFlight limits the requests being handled at once; 0 means
+	// DefaultMaxInFlight. At the limit the connection stops reading its
+	// input until a request finishes (see [Conn.start]).
+	MaxInFlight int
 }
+
+// DefaultMaxInFlight is rpc.max_in_flight's default (SPEC §3.1).
+const DefaultMaxInFlight = 256
 
 // Conn is one JSON-RPC connection over a newline-delimited stream.
 type Conn struct {
@@ -48,9 +55,14 @@ type Conn struct {
 	base   context.Context               // parent of request contexts
 	nextID atomic.Uint64                 // ids of our own calls
 
+	maxInFlight int
+
 	mu       sync.Mutex
 	inflight map[jsonrpc2.ID]*inflight // guarded by mu
+	pending  int                       // guarded by mu: requests started and not yet answered
+	parked   int                       // guarded by mu: Calls waiting for the peer's answer
 	closing  bool                      // guarded by mu: new requests are refused
+	freed    *sync.Cond                // on mu: a request finished, a Call began, or closing
 	running  sync.WaitGroup            // request goroutines
 }
 
@@ -72,13 +84,20 @@ func NewConn(r io.Reader, w io.WriteCloser, opts Options) *Conn {
 	if maxLine <= 0 {
 		maxLine = DefaultMaxLineBytes
 	}
-	return &Conn{
-		log:      log,
-		stream:   newLineStream(r, w, maxLine, log),
-		handlers: map[string]HandlerFunc{},
-		notifs:   map[string]NotificationFunc{},
-		inflight: map[jsonrpc2.ID]*inflight{},
+	maxInFlight := opts.MaxInFlight
+	if maxInFlight <= 0 {
+		maxInFlight = DefaultMaxInFlight
 	}
+	c := &Conn{
+		log:         log,
+		stream:      newLineStream(r, w, maxLine, log),
+		handlers:    map[string]HandlerFunc{},
+		notifs:      map[string]NotificationFunc{},
+		maxInFlight: maxInFlight,
+		inflight:    map[jsonrpc2.ID]*inflight{},
+	}
+	c.freed = sync.NewCond(&c.mu)
+	return c
 }
 
 // Handle registers the handler of a request method. Methods without a
@@ -124,6 +143,7 @@ func (c *Conn) Serve(ctx context.Context) error {
 func (c *Conn) refuseNew() {
 	c.mu.Lock()
 	c.closing = true
+	c.freed.Broadcast()
 	c.mu.Unlock()
 }
 
@@ -132,6 +152,7 @@ func (c *Conn) refuseNew() {
 func (c *Conn) Shutdown(ctx context.Context) error {
 	c.mu.Lock()
 	c.closing = true
+	c.freed.Broadcast()
 	for _, f := range c.inflight {
 		f.cancel(ErrShutdown)
 	}
@@ -176,6 +197,8 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any) erro
 		return ErrNotServing
 	}
 	id := jsonrpc2.ID{Str: fmt.Sprintf("execd-%d", c.nextID.Add(1)), IsString: true}
+	c.park(1)
+	defer c.park(-1)
 	w, err := jc.DispatchCall(ctx, method, params, jsonrpc2.PickID(id))
 	if err != nil {
 		return fmt.Errorf("send %s: %w", method, err)
@@ -201,6 +224,9 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any) erro
 type dispatcher struct{ c *Conn }
 
 func (d dispatcher) Handle(_ context.Context, jc *jsonrpc2.Conn, r *jsonrpc2.Request) {
+	// jsonrpc2 reads before NewConn returns, so the first request can come
+	// before Serve has stored jc; its handler may already Call the peer.
+	d.c.jc.CompareAndSwap(nil, jc)
 	if r.Notif {
 		d.c.notification(r)
 		return
@@ -208,12 +234,36 @@ func (d dispatcher) Handle(_ context.Context, jc *jsonrpc2.Conn, r *jsonrpc2.Req
 	d.c.start(jc, r)
 }
 
+// park counts a Call that waits for the peer's answer (d = 1) or no
+// longer does (d = -1).
+func (c *Conn) park(d int) {
+	c.mu.Lock()
+	c.parked += d
+	c.freed.Broadcast()
+	c.mu.Unlock()
+}
+
+// admissible reports whether one more request may start. A request whose
+// handler waits on a Call to the peer (an approval) does not count against
+// maxInFlight, since the peer's answer can only be read if reading goes on;
+// twice maxInFlight is the hard ceiling. Called with mu held.
+func (c *Conn) admissible() bool {
+	n := c.pending
+	return c.closing || (n-c.parked < c.maxInFlight && n < 2*c.maxInFlight)
+}
+
 // start registers the request in the in-flight table and runs it in a new
 // goroutine. Registration happens here, before the read loop reads the
 // next message, so a cancellation that follows always finds the request.
+// At the in-flight limit it waits for a request to finish first: the read
+// loop, and so the reading of the input, stops until then, which bounds
+// what a client that sends faster than it reads can make execd hold.
 func (c *Conn) start(jc *jsonrpc2.Conn, r *jsonrpc2.Request) {
 	req := &Request{ID: ID{r.ID}, Method: r.Method, Params: rawParams(r.Params)}
 	c.mu.Lock()
+	for !c.admissible() {
+		c.freed.Wait()
+	}
 	if c.closing {
 		c.mu.Unlock()
 		c.reply(jc, r.ID, nil, NewError(CodeInternalError, ErrShutdown.Error()))
@@ -228,12 +278,14 @@ func (c *Conn) start(jc *jsonrpc2.Conn, r *jsonrpc2.Request) {
 	ctx, cancel := context.WithCancelCause(c.base)
 	f := &inflight{cancel: cancel}
 	c.inflight[r.ID] = f
+	c.pending++
 	c.running.Add(1)
 	c.mu.Unlock()
 
 	go func() { // joined by Shutdown through c.running
 		defer c.running.Done()
 		result, err := c.invoke(ctx, req)
+		defer c.answered()
 		c.mu.Lock()
 		delete(c.inflight, r.ID)
 		cancelled := f.cancelled
@@ -243,8 +295,17 @@ func (c *Conn) start(jc *jsonrpc2.Conn, r *jsonrpc2.Request) {
 			c.log.Debug("request cancelled, no reply", zap.Stringer("id", req.ID), zap.String("method", req.Method))
 			return
 		}
-		c.reply(jc, r.ID, result, err)
+		c.reply(jc, r.ID, result, err) // may wait for the peer to read
 	}()
+}
+
+// answered frees the slot of a request once its reply is written (or
+// dropped): a reply the peer is not reading still counts.
+func (c *Conn) answered() {
+	c.mu.Lock()
+	c.pending--
+	c.freed.Broadcast()
+	c.mu.Unlock()
 }
 
 // invoke runs the handler of req. This is the one place that recovers from

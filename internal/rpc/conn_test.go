@@ -562,3 +562,73 @@ func TestOnlyJSONWhitespaceIsTrimmed(t *testing.T) {
 		t.Errorf("message padded with JSON whitespace: %+v", m)
 	}
 }
+
+func TestInFlightLimitStopsReading(t *testing.T) {
+	started := make(chan string, 8)
+	release := map[string]chan struct{}{`1`: make(chan struct{}), `2`: make(chan struct{}), `3`: make(chan struct{})}
+	p := newPeer(t, Options{MaxInFlight: 2}, func(c *Conn) {
+		c.Handle("slow", func(ctx context.Context, req *Request) (any, error) {
+			started <- req.ID.String()
+			<-release[req.ID.String()]
+			return map[string]string{"done": req.ID.String()}, nil
+		})
+	})
+	p.send(`{"jsonrpc":"2.0","id":1,"method":"slow"}`, `{"jsonrpc":"2.0","id":2,"method":"slow"}`)
+	for range 2 {
+		<-started
+	}
+	// At the limit the third request is not started and the ping behind
+	// it is not read, let alone answered.
+	p.send(`{"jsonrpc":"2.0","id":3,"method":"slow"}`, `{"jsonrpc":"2.0","id":4,"method":"ping"}`)
+	time.Sleep(100 * time.Millisecond) // a wrong server would start 3 and answer 4 meanwhile
+	select {
+	case id := <-started:
+		t.Fatalf("request %s started beyond the limit", id)
+	case line := <-p.lines:
+		t.Fatalf("answered beyond the limit: %s", line)
+	default:
+	}
+	close(release[`2`])
+	if m := p.recv(); string(m.ID) != "2" {
+		t.Fatalf("first reply: %+v", m)
+	}
+	if id := <-started; id != "3" {
+		t.Fatalf("started %s, want 3", id)
+	}
+	// 1 and 3 fill the slots again: the ping waits for one of them.
+	close(release[`1`])
+	if m := p.recv(); string(m.ID) != "1" {
+		t.Fatalf("second reply: %+v", m)
+	}
+	if m := p.recv(); string(m.ID) != "4" || m.Error != nil {
+		t.Fatalf("ping after a slot freed: %+v", m)
+	}
+	close(release[`3`])
+	if m := p.recv(); string(m.ID) != "3" {
+		t.Fatalf("last reply: %+v", m)
+	}
+}
+
+// A request whose handler waits for the peer's answer must not stop the
+// reading of that answer, even at the limit.
+func TestInFlightLimitReadsAnswersToCalls(t *testing.T) {
+	p := newPeer(t, Options{MaxInFlight: 1}, func(c *Conn) {
+		c.Handle("ask", func(ctx context.Context, _ *Request) (any, error) {
+			var res struct {
+				Action string `json:"action"`
+			}
+			err := c.Call(ctx, "elicitation/create", map[string]string{"message": "ok?"}, &res)
+			return res, err
+		})
+	})
+	p.send(`{"jsonrpc":"2.0","id":1,"method":"ask"}`)
+	req := p.recv()
+	if req.Method != "elicitation/create" {
+		t.Fatalf("outgoing request: %+v", req)
+	}
+	p.expectPing(2)
+	p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"action":"accept"}}`, req.ID))
+	if m := p.recv(); string(m.ID) != "1" || !strings.Contains(string(m.Result), "accept") {
+		t.Fatalf("ask reply: %+v", m)
+	}
+}
