@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -214,4 +216,56 @@ func TestRawStdinCloseWithLiveSessions(t *testing.T) {
 		t.Fatalf("execd exit: %v", err)
 	}
 	assertGone(t, "sleep 919.")
+}
+
+// Under CPU load a program at its prompt may not even have seen the input
+// yet when the reply is due: the reply must still carry the answer (issue
+// 13 item 7; SPEC §4.4). Two busy loops keep both CPUs of a small machine
+// busy.
+func TestSDKAnswersUnderLoad(t *testing.T) {
+	// Two busy loops, at the highest priority where the test may set it
+	// (as root), so that the kernel's own workers and the programs get
+	// the CPU late: plain loops rarely delay them long enough here.
+	busy := []string{"sh", "-c", "while :; do :; done"}
+	if os.Geteuid() == 0 {
+		busy = append([]string{"nice", "-n", "-20"}, busy...)
+	} else {
+		t.Log("not root: the busy loops run at normal priority and may not delay anything")
+	}
+	for range 2 {
+		loop := exec.Command(busy[0], busy[1:]...)
+		if err := loop.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = loop.Process.Kill(); _ = loop.Wait() })
+	}
+	cs, _ := startSDK(t, fullAccess)
+	programs := []struct {
+		cmd   string
+		input func(i int) string
+		// answer is what the reply must hold; min is how often (cat's
+		// terminal echoes the line before cat prints it).
+		answer func(i int) string
+		min    int
+	}{
+		{"bash -i", func(i int) string { return fmt.Sprintf("echo $((%d+1000))\n", i) }, func(i int) string { return fmt.Sprint(i + 1000) }, 1},
+		{"python3 -i -q", func(i int) string { return fmt.Sprintf("print(%d+1000)\n", i) }, func(i int) string { return fmt.Sprint(i + 1000) }, 1},
+		{"cat", func(i int) string { return fmt.Sprintf("line%d\n", i) }, func(i int) string { return fmt.Sprintf("line%d\r\n", i) }, 2},
+	}
+	for _, p := range programs {
+		id := start(t, cs, map[string]any{"cmd": p.cmd, "tty": true, "yield_time_ms": 5000})
+		missed := 0
+		for i := range 100 {
+			_, st := write(t, cs, id, p.input(i), 10000)
+			if strings.Count(st.Output, p.answer(i)) < p.min {
+				missed++
+				if missed <= 3 {
+					t.Logf("%s, call %d: no answer in %q after %.3f s", p.cmd, i, st.Output, st.WallTimeSeconds)
+				}
+			}
+		}
+		if missed > 0 {
+			t.Errorf("%s: %d of 100 replies did not carry their answer", p.cmd, missed)
+		}
+	}
 }

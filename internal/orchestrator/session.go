@@ -146,6 +146,7 @@ type session struct {
 
 	mu         sync.Mutex
 	lastOutput time.Time  // guarded by mu
+	outBytes   uint64     // guarded by mu: output received so far
 	observer   OutputFunc // guarded by mu: the current call's
 	exit       Exit       // written before done is closed
 
@@ -217,7 +218,11 @@ func (o *Orchestrator) startSession(ctx context.Context, req SessionRequest, c c
 		zap.String("program", cmd.Path), zap.Bool("tty", s.pty != nil), zap.String("sandbox", s.label))
 	s.setObserver(req.Output)
 	defer s.setObserver(nil)
-	outcome := s.collect(ctx, start.Add(req.Yield), s.pty != nil)
+	var early func() bool // a new terminal session answers once it waits for input
+	if s.pty != nil {
+		early = func() bool { return true }
+	}
+	outcome := s.collect(ctx, start.Add(req.Yield), early)
 	if outcome == cancelled {
 		s.kill()
 		select {
@@ -264,7 +269,11 @@ func (o *Orchestrator) WriteSession(ctx context.Context, req WriteRequest) (*Chu
 		return nil, &UnknownSessionError{ID: req.ID}
 	}
 	deadline := time.Now().Add(req.Yield) // the yield starts with this call's turn
+	var early func() bool                 // after input, answer once it is read and more is awaited
 	if len(req.Chars) > 0 && !s.Exited() {
+		if s.pty != nil {
+			early = s.consumed(len(req.Chars))
+		}
 		if err := s.input(req.Chars, deadline); err != nil {
 			if !s.exitsWithin(DescendantGrace + 100*time.Millisecond) {
 				return nil, err
@@ -275,7 +284,7 @@ func (o *Orchestrator) WriteSession(ctx context.Context, req WriteRequest) (*Chu
 	}
 	s.setObserver(req.Output)
 	defer s.setObserver(nil)
-	outcome := s.collect(ctx, deadline, s.pty != nil && len(req.Chars) > 0)
+	outcome := s.collect(ctx, deadline, early)
 	chunk := s.chunk(start)
 	chunk.Waiting = outcome == waitingInput
 	if outcome == cancelled {
@@ -393,6 +402,7 @@ func (s *session) output(b []byte) {
 	_, _ = s.buf.Write(b)
 	s.mu.Lock()
 	s.lastOutput = time.Now()
+	s.outBytes += uint64(len(b))
 	observe := s.observer
 	s.mu.Unlock()
 	if observe != nil {
@@ -472,6 +482,21 @@ func (s *session) setObserver(f OutputFunc) {
 	s.mu.Unlock()
 }
 
+// consumed is called before n bytes of input are written to the
+// terminal. The function it returns reports evidence that the input has
+// been read since (ptyio.Pty.Consumed).
+func (s *session) consumed(n int) func() bool {
+	mark := s.pty.MarkInput(s.cmd.Process.Pid, n)
+	before := s.outputSoFar()
+	return func() bool { return s.pty.Consumed(mark, s.outputSoFar() > before) }
+}
+
+func (s *session) outputSoFar() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.outBytes
+}
+
 func (s *session) lastOutputAt() time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -502,9 +527,11 @@ const (
 
 // collect waits until the process has exited, the deadline passes, ctx
 // ends or, when early is set, the terminal has been silent for the quiet
-// window and its foreground processes all wait to read it. Probes back
-// off while the session is busy or asleep.
-func (s *session) collect(ctx context.Context, deadline time.Time, early bool) outcome {
+// window, its foreground processes all wait to read it, none of its
+// output is still in transit, and early reports that the input written
+// for this call was read. Probes back off while
+// the session is busy or asleep.
+func (s *session) collect(ctx context.Context, deadline time.Time, early func() bool) outcome {
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
 	var probe *time.Timer
@@ -523,7 +550,7 @@ func (s *session) collect(ctx context.Context, deadline time.Time, early bool) o
 		}
 	}()
 	interval := quietWindow
-	if early {
+	if early != nil {
 		arm(quietWindow)
 	}
 	for {
@@ -537,7 +564,7 @@ func (s *session) collect(ctx context.Context, deadline time.Time, early bool) o
 		case <-s.preempt: // another call on this session wants its turn
 			return yielded
 		case <-s.notify:
-			if early {
+			if early != nil {
 				interval = quietWindow
 				arm(quietWindow)
 			}
@@ -546,7 +573,7 @@ func (s *session) collect(ctx context.Context, deadline time.Time, early bool) o
 				arm(quietWindow - quiet)
 				continue
 			}
-			if s.pty.WaitingForInput(s.cmd.Process.Pid) {
+			if s.pty.WaitingForInput(s.cmd.Process.Pid) && !s.pty.OutputPending() && early() {
 				return waitingInput
 			}
 			interval = min(2*interval, maxProbeInterval)

@@ -33,6 +33,27 @@ func ReadStat(pid int) (Stat, error) {
 	return parseStat(b)
 }
 
+// ReadChars returns how many bytes the process has read so far, by any
+// read-like system call (rchar of /proc/PID/io). Reading it takes the
+// same permission as ptrace's read access: a process of the same user
+// that is not setuid.
+func ReadChars(pid int) (uint64, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/io")
+	if err != nil {
+		return 0, err
+	}
+	return parseRChar(b)
+}
+
+func parseRChar(b []byte) (uint64, error) {
+	for line := range bytes.SplitSeq(b, []byte("\n")) {
+		if v, ok := bytes.CutPrefix(line, []byte("rchar:")); ok {
+			return strconv.ParseUint(string(bytes.TrimSpace(v)), 10, 64)
+		}
+	}
+	return 0, errors.New("no rchar in /proc/PID/io")
+}
+
 // parseStat parses a stat line. The command name is in parentheses and
 // may itself contain spaces and parentheses, so the fields are counted
 // from the last ')'.

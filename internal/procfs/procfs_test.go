@@ -39,3 +39,20 @@ func TestSelf(t *testing.T) {
 		t.Fatalf("Each did not see this process: %v", err)
 	}
 }
+
+func TestReadCharsAdvances(t *testing.T) {
+	before, err := ReadChars(os.Getpid())
+	if err != nil {
+		t.Skipf("no /proc/self/io here: %v", err)
+	}
+	if _, err := os.ReadFile("/proc/self/stat"); err != nil {
+		t.Fatal(err)
+	}
+	after, err := ReadChars(os.Getpid())
+	if err != nil || after <= before {
+		t.Fatalf("rchar went from %d to %d (%v) across a read", before, after, err)
+	}
+	if _, err := parseRChar([]byte("wchar: 3\n")); err == nil {
+		t.Fatal("a file without rchar parsed")
+	}
+}

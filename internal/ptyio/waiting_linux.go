@@ -32,12 +32,7 @@ func (p *Pty) WaitingForInput(leader int) bool {
 	if err != nil || pgrp <= 0 {
 		return false
 	}
-	var members []int
-	if p.childFiles {
-		members = groupMembers(leader, pgrp)
-	} else {
-		members = scanGroup(pgrp)
-	}
+	members := p.members(leader, pgrp)
 	if len(members) == 0 {
 		return false
 	}
@@ -52,6 +47,15 @@ func (p *Pty) WaitingForInput(leader int) bool {
 		}
 	}
 	return reading
+}
+
+// members returns the live processes of process group pgrp in the
+// session led by leader.
+func (p *Pty) members(leader, pgrp int) []int {
+	if p.childFiles {
+		return groupMembers(leader, pgrp)
+	}
+	return scanGroup(pgrp)
 }
 
 // state is what a probe concludes about one process.
