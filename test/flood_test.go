@@ -91,7 +91,7 @@ func TestPingFloodIsBounded(t *testing.T) {
 		seen[id] = true
 	}
 	<-written
-	hwm := statusKB(t, cmd.Process.Pid, "VmHWM")
+	hwm := procStatus(t, cmd.Process.Pid, "VmHWM")
 	t.Logf("execd's peak RSS: %d KiB", hwm)
 	if !raceEnabled && hwm > 64<<10 {
 		t.Errorf("execd's peak RSS was %d KiB under the flood, over 64 MiB", hwm)
@@ -99,8 +99,8 @@ func TestPingFloodIsBounded(t *testing.T) {
 	_ = stdin.Close()
 }
 
-// statusKB reads a kB field of /proc/PID/status.
-func statusKB(t *testing.T, pid int, field string) int64 {
+// procStatus reads a numeric field of /proc/PID/status (kB for sizes).
+func procStatus(t *testing.T, pid int, field string) int64 {
 	t.Helper()
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {

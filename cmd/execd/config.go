@@ -69,6 +69,7 @@ type config struct {
 	Exec struct {
 		DefaultTimeout  time.Duration
 		MaxOutputTokens int
+		MaxConcurrent   int
 	}
 	Sessions struct {
 		Max         int
@@ -624,6 +625,7 @@ func assign(v map[string]any) *config {
 	c.Tools.AllowLoginShell = v["tools.allow_login_shell"].(bool)
 	c.Exec.DefaultTimeout = time.Duration(v["exec.default_timeout_ms"].(int64)) * time.Millisecond
 	c.Exec.MaxOutputTokens = int(v["exec.max_output_tokens"].(int64))
+	c.Exec.MaxConcurrent = int(v["exec.max_concurrent"].(int64))
 	c.Sessions.Max = int(v["sessions.max"].(int64))
 	c.Sessions.MaxPollTime = time.Duration(v["sessions.max_poll_ms"].(int64)) * time.Millisecond
 	c.RPC.MaxInFlight = int(v["rpc.max_in_flight"].(int64))

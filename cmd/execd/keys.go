@@ -53,6 +53,7 @@ var keys = []keySpec{
 	{name: "tools.allow_login_shell", kind: kBool},
 	{name: "exec.default_timeout_ms", kind: kInt, min: 1, max: tools.MaxTimeoutMs},
 	{name: "exec.max_output_tokens", kind: kInt, min: 1},
+	{name: "exec.max_concurrent", kind: kInt, min: 1, max: 65536},
 	{name: "sessions.max", kind: kInt, min: 1, max: 10000},
 	{name: "sessions.max_poll_ms", kind: kInt, min: 5000, max: tools.MaxTimeoutMs},
 	{name: "rpc.max_in_flight", kind: kInt, min: 1, max: 65536},

@@ -42,13 +42,14 @@ func newOrchestrator(cfg *config, log *zap.Logger, r *reaper.Reaper, sup *sandbo
 			FailClosed: cfg.Sandbox.FailClosed,
 			OwnFiles:   ownFiles(cfg),
 		},
-		Env:        envPolicy(cfg),
-		Sessions:   procstore.Options{Max: cfg.Sessions.Max},
-		Support:    sup,
-		Policy:     policy.ApprovalPolicy(cfg.ApprovalPolicy),
-		GitState:   gitStateFile(),
-		AmendFile:  cfg.Rules.AmendFile,
-		SkipPolicy: pol == nil,
+		Env:           envPolicy(cfg),
+		Sessions:      procstore.Options{Max: cfg.Sessions.Max},
+		MaxConcurrent: cfg.Exec.MaxConcurrent,
+		Support:       sup,
+		Policy:        policy.ApprovalPolicy(cfg.ApprovalPolicy),
+		GitState:      gitStateFile(),
+		AmendFile:     cfg.Rules.AmendFile,
+		SkipPolicy:    pol == nil,
 	}
 	if pol != nil {
 		opts.Rules, opts.Audit = pol.rules, pol.audit

@@ -124,8 +124,17 @@ func (o *Orchestrator) Exec(ctx context.Context, req ExecRequest) (*ExecResult, 
 	return o.execOnce(ctx, req, c, false)
 }
 
-// execOnce runs an authorized one-shot command.
+// DefaultMaxConcurrent is exec.max_concurrent's default.
+const DefaultMaxConcurrent = 128
+
+// execOnce runs an authorized one-shot command once one of the
+// MaxConcurrent places is free: calls wait for one in the order they
+// came, until ctx ends.
 func (o *Orchestrator) execOnce(ctx context.Context, req ExecRequest, c call, sandboxed bool) (*ExecResult, error) {
+	if err := o.running.Acquire(ctx, 1); err != nil {
+		return nil, fmt.Errorf("waiting for one of the exec.max_concurrent commands to finish: %w", context.Cause(ctx))
+	}
+	defer o.running.Release(1)
 	sandboxed, gitEnv, note := o.confine(c, sandboxed)
 	cmd, err := o.command(c.argv, c.cwd, sandboxed)
 	if err != nil {

@@ -389,3 +389,57 @@ func TestCloseStopsDiscardingLeftoverOutput(t *testing.T) {
 	}
 	proctest.Gone(t, marker, waitLimit)
 }
+
+// At exec.max_concurrent, further one-shot commands wait for a place in
+// the order they came, and a cancelled call stops waiting.
+func TestExecMaxConcurrentQueuesInOrder(t *testing.T) {
+	o := newTest(t, func(opts *Options) { opts.MaxConcurrent = 1 })
+	gate := filepath.Join(t.TempDir(), "go")
+	started := make(chan string, 4)
+	exec := func(ctx context.Context, name string, argv []string) chan error {
+		done := make(chan error, 1)
+		go func() {
+			_, err := o.Exec(ctx, ExecRequest{Argv: argv, Timeout: waitLimit, OnStart: func(string) { started <- name }})
+			done <- err
+		}()
+		return done
+	}
+	first := exec(t.Context(), "first", []string{"bash", "-c", `while [ ! -e "$0" ]; do sleep 0.01; done`, gate})
+	if got := <-started; got != "first" {
+		t.Fatalf("started %s", got)
+	}
+	second := exec(t.Context(), "second", []string{"true"})
+	time.Sleep(50 * time.Millisecond) // second queues before third
+	ctx, cancel := context.WithCancelCause(t.Context())
+	cancelled := exec(ctx, "cancelled", []string{"true"})
+	time.Sleep(50 * time.Millisecond)
+	third := exec(t.Context(), "third", []string{"true"})
+	time.Sleep(100 * time.Millisecond) // a wrong orchestrator starts them meanwhile
+	select {
+	case got := <-started:
+		t.Fatalf("%s started while the only place was taken", got)
+	default:
+	}
+	cancel(errors.New("client cancelled"))
+	if err := <-cancelled; err == nil || !strings.Contains(err.Error(), "exec.max_concurrent") || !strings.Contains(err.Error(), "client cancelled") {
+		t.Fatalf("cancelled while waiting: %v", err)
+	}
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"second", "third"} {
+		select {
+		case got := <-started:
+			if got != want {
+				t.Fatalf("started %s, want %s", got, want)
+			}
+		case <-time.After(waitLimit):
+			t.Fatalf("%s never started", want)
+		}
+	}
+	for _, done := range []chan error{first, second, third} {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+}

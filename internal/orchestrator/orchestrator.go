@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"sync"
 
 	"go.uber.org/zap"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/execd/execd/internal/audit"
 	"github.com/execd/execd/internal/policy"
@@ -37,6 +39,10 @@ type Options struct {
 	// Sessions sizes the session store (sessions.max); zero values mean
 	// 64 sessions with the 8 most recent protected.
 	Sessions procstore.Options
+	// MaxConcurrent limits the one-shot commands running at once
+	// (exec.max_concurrent); 0 means DefaultMaxConcurrent. Calls beyond
+	// it wait their turn, in order.
+	MaxConcurrent int
 	// Support is what the host can enforce; nil means sandbox.Probe, which
 	// starts one process.
 	Support *sandbox.Support
@@ -65,6 +71,7 @@ type Options struct {
 type Orchestrator struct {
 	log        *zap.Logger
 	reaper     *reaper.Reaper
+	running    *semaphore.Weighted // one unit per one-shot command running
 	cwd        string
 	sandbox    SandboxPolicy
 	support    sandbox.Support
@@ -127,6 +134,7 @@ func New(opts Options) (*Orchestrator, error) {
 		sandbox:  opts.Sandbox,
 		shell:    opts.Shell,
 		sessions: procstore.New[*session](opts.Sessions),
+		running:  semaphore.NewWeighted(int64(cmp.Or(opts.MaxConcurrent, DefaultMaxConcurrent))),
 
 		leftoverFiles: map[*os.File]struct{}{},
 	}

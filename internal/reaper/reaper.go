@@ -17,6 +17,9 @@
 //     signal handler.
 //     Elsewhere orphans cannot be found; only the process groups that
 //     Start created are tracked.
+//   - On Linux, Wait holds no OS thread while the command runs: the
+//     pidfd os/exec keeps for the child is watched by one epoll set on
+//     the runtime's poller, and cmd.Wait is called once it has exited.
 //   - [New] marks every descriptor above 2 that the process inherited
 //     close-on-exec, so a child gets only its own stdin, stdout, stderr and
 //     whatever its Cmd passes explicitly (SPEC §9.2); Go's own descriptors
@@ -68,14 +71,20 @@ type Reaper struct {
 	// The maps hold the command behind each pid, so that an entry is only
 	// ever removed or signalled for the command that made it, even if the
 	// pid is reused as soon as the command is reaped.
+	// starting is read-held by each Start from fork to registration and
+	// write-held by the decisions about orphans, so that they never take
+	// a new child for an orphan; Starts run in parallel.
+	starting sync.RWMutex
+
 	mu      sync.Mutex
 	direct  map[int]*exec.Cmd // guarded by mu: started and not yet waited, by pid
 	groups  map[int]*exec.Cmd // guarded by mu: process groups Start created, by pgid
 	closing bool              // guarded by mu
 
-	kick chan struct{}  // a child was started or waited for: rescan
-	stop chan struct{}  // closed by Close
-	loop sync.WaitGroup // the orphan loop
+	exits *exits         // tells Wait when a command exited (nil: Wait blocks)
+	kick  chan struct{}  // a child was started or waited for: rescan
+	stop  chan struct{}  // closed by Close
+	loop  sync.WaitGroup // the orphan loop
 }
 
 // New returns a Reaper, marks inherited descriptors close-on-exec and,
@@ -88,6 +97,7 @@ func New() *Reaper {
 		children: childLister(),
 		direct:   map[int]*exec.Cmd{},
 		groups:   map[int]*exec.Cmd{},
+		exits:    newExits(),
 		kick:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 	}
@@ -108,27 +118,37 @@ func (r *Reaper) Start(cmd *exec.Cmd) error {
 	if a := cmd.SysProcAttr; a == nil || !(a.Setsid || (a.Setpgid && a.Pgid == 0)) {
 		return ErrNoGroup
 	}
-	// The lock is held from fork to registration, so the orphan scan,
-	// which decides under the same lock, never mistakes a new child for an
-	// orphan and reaps it from under cmd.Wait.
+	// starting is held from fork to registration, so the orphan scan,
+	// which decides under its write lock, never mistakes a new child for
+	// an orphan and reaps it from under cmd.Wait; and Shutdown, which
+	// signals under it too, finds every child.
+	r.starting.RLock()
+	defer r.starting.RUnlock()
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closing {
+	closing := r.closing
+	r.mu.Unlock()
+	if closing {
 		return ErrClosed
 	}
 	if err := cmd.Start(); err != nil {
 		return err
 	}
 	pid := cmd.Process.Pid
+	r.mu.Lock()
 	r.direct[pid] = cmd
 	r.groups[pid] = cmd
+	r.mu.Unlock()
 	r.rescan() // orphans are looked for while commands run
 	return nil
 }
 
 // Wait waits for a command started with Start, like cmd.Wait. The group
-// stays tracked while it has members.
+// stays tracked while it has members. On Linux the wait holds no OS
+// thread: the goroutine parks until the runtime's poller sees the exit.
 func (r *Reaper) Wait(cmd *exec.Cmd) error {
+	if exited := r.exits.watch(cmd); exited != nil {
+		<-exited
+	}
 	err := cmd.Wait()
 	r.mu.Lock()
 	if pid := cmd.Process.Pid; r.direct[pid] == cmd { // not a new command with the reused pid
@@ -231,6 +251,8 @@ func (r *Reaper) signalAll(sig unix.Signal, sent map[int]bool) (alive bool) {
 		sent[target] = true
 		_ = unix.Kill(target, sig) // ESRCH: gone meanwhile, which is the goal
 	}
+	r.starting.Lock()
+	defer r.starting.Unlock()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for pgid := range r.groups {
@@ -266,6 +288,7 @@ func (r *Reaper) Close() {
 	}
 	close(r.stop)
 	r.loop.Wait()
+	r.exits.close()
 }
 
 // reapLoop reaps orphans after each Start and Wait and, while commands or
@@ -311,6 +334,8 @@ func (r *Reaper) reapLoop() {
 // still alive.
 func (r *Reaper) reapOrphans() (alive int) {
 	children := r.children()
+	r.starting.Lock()
+	defer r.starting.Unlock()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, pid := range children {

@@ -326,3 +326,60 @@ func fdFlags(t *testing.T, fd int) int {
 	}
 	return int(flags)
 }
+
+// Waiting for many running commands holds no OS thread per command.
+func TestWaitHoldsNoThreadPerCommand(t *testing.T) {
+	const n = 200
+	if testReaper.exits == nil {
+		t.Skip("no epoll here: Wait blocks a thread per command, as os/exec does")
+	}
+	before := threads(t)
+	release, hold, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release.Close()
+	errs := make(chan error, n)
+	for range n {
+		cmd := exec.Command("cat") // exits when hold is closed
+		cmd.Stdin = release
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := testReaper.Start(cmd); err != nil {
+			t.Fatal(err)
+		}
+		go func() { errs <- testReaper.Wait(cmd) }()
+	}
+	time.Sleep(200 * time.Millisecond) // let every Wait block; a thread each would show now
+	during := threads(t)
+	hold.Close()
+	for range n {
+		select {
+		case err := <-errs:
+			if err != nil {
+				t.Errorf("Wait: %v", err)
+			}
+		case <-time.After(waitLimit):
+			t.Fatal("a Wait did not return after its command exited")
+		}
+	}
+	t.Logf("threads: %d before, %d while waiting for %d commands", before, during, n)
+	if during-before >= n/4 {
+		t.Errorf("threads went from %d to %d while waiting for %d commands", before, during, n)
+	}
+}
+
+func threads(t *testing.T) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Threads:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(v))
+			return n
+		}
+	}
+	t.Fatal("no Threads in /proc/self/status")
+	return 0
+}

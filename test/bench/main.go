@@ -49,7 +49,7 @@ func main() {
 		os.Exit(code)
 	}
 	n := flag.Int("n", 400, "samples per round-trip measurement")
-	only := flag.String("only", "", `run one benchmark only: "patch" or "policy"`)
+	only := flag.String("only", "", `run one benchmark only: "patch", "policy" or "load"`)
 	flag.Parse()
 	if err := run(*n, *only); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -80,10 +80,15 @@ func run(n int, only string) error {
 	case "":
 	case "patch":
 		return patchBench(bin, dir)
+	case "load":
+		if err := concurrency(bin, dir, 500); err != nil {
+			return err
+		}
+		return flood(bin, cfg, dir, 100_000)
 	case "policy":
 		return policyBench()
 	default:
-		return fmt.Errorf("-only %q: the benchmarks that run alone are: patch, policy", only)
+		return fmt.Errorf("-only %q: the benchmarks that run alone are: patch, policy, load", only)
 	}
 
 	if err := startup(bin, cfg, dir); err != nil {
@@ -106,6 +111,12 @@ func run(n int, only string) error {
 	report("idle RSS after the calls above", fmt.Sprintf("%.1f MiB (%.1f MiB right after them)", float64(idle)/1024, float64(busy)/1024),
 		"≤ 10 MiB", float64(idle) <= 10*1024)
 	if err := bigOutput(d); err != nil {
+		return err
+	}
+	if err := concurrency(bin, dir, 500); err != nil {
+		return err
+	}
+	if err := flood(bin, cfg, dir, 100_000); err != nil {
 		return err
 	}
 	if err := sessions(bin, cfg, dir, n); err != nil {
