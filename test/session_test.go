@@ -232,6 +232,7 @@ func TestSDKAnswersUnderLoad(t *testing.T) {
 	} else {
 		t.Log("not root: the busy loops run at normal priority and may not delay anything")
 	}
+	cs, _ := startSDK(t, fullAccess) // before the loops: a starved start would take seconds
 	for range 2 {
 		loop := exec.Command(busy[0], busy[1:]...)
 		if err := loop.Start(); err != nil {
@@ -239,7 +240,6 @@ func TestSDKAnswersUnderLoad(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = loop.Process.Kill(); _ = loop.Wait() })
 	}
-	cs, _ := startSDK(t, fullAccess)
 	programs := []struct {
 		cmd   string
 		input func(i int) string

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"slices"
@@ -338,7 +337,6 @@ func (o *Orchestrator) spawnSession(cmd *exec.Cmd, req SessionRequest, c call, s
 		notify: make(chan struct{}, 1), done: make(chan struct{}),
 		turn: make(chan struct{}, 1), preempt: make(chan struct{}, 1)}
 	s.turn <- struct{}{}
-	var out io.Reader
 	if req.TTY {
 		p, err := ptyio.Open(ptyio.DefaultSize)
 		if err != nil {
@@ -352,7 +350,7 @@ func (o *Orchestrator) spawnSession(cmd *exec.Cmd, req SessionRequest, c call, s
 			p.Close()
 			return nil, o.startError(cmd, err)
 		}
-		s.pty, out = p, p
+		s.pty = p
 	} else {
 		r, w, err := outputPipe()
 		if err != nil {
@@ -366,7 +364,7 @@ func (o *Orchestrator) spawnSession(cmd *exec.Cmd, req SessionRequest, c call, s
 			r.Close()
 			return nil, o.startError(cmd, err)
 		}
-		s.pipe, out = r, r
+		s.pipe = r
 	}
 	if req.OnStart != nil {
 		req.OnStart(s.label)
@@ -376,7 +374,7 @@ func (o *Orchestrator) spawnSession(cmd *exec.Cmd, req SessionRequest, c call, s
 	go func() { // the pump: ends at EOF, when the terminal is closed, or when detached
 		defer o.sessionsRunning.Done()
 		defer close(pumped)
-		s.pump(out)
+		s.pump()
 	}()
 	go func() { // the waiter: ends when the process has exited and its output is read
 		defer o.sessionsRunning.Done()
@@ -385,10 +383,14 @@ func (o *Orchestrator) spawnSession(cmd *exec.Cmd, req SessionRequest, c call, s
 	return s, nil
 }
 
-func (s *session) pump(r io.Reader) {
+func (s *session) pump() {
 	b := make([]byte, sessionReadBytes)
+	if s.pty != nil {
+		_ = s.pty.ReadEach(b, s.output) // the probes count output until it is taken
+		return
+	}
 	for {
-		n, err := r.Read(b)
+		n, err := s.pipe.Read(b)
 		if n > 0 {
 			s.output(b[:n])
 		}
@@ -573,7 +575,9 @@ func (s *session) collect(ctx context.Context, deadline time.Time, early func() 
 				arm(quietWindow - quiet)
 				continue
 			}
-			if s.pty.WaitingForInput(s.cmd.Process.Pid) && !s.pty.OutputPending() && early() {
+			// In causal order: the input was read, then the program
+			// went back to waiting, then its output is all in.
+			if early() && s.pty.WaitingForInput(s.cmd.Process.Pid) && !s.pty.OutputPending() {
 				return waitingInput
 			}
 			interval = min(2*interval, maxProbeInterval)

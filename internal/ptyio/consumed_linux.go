@@ -79,11 +79,14 @@ func (p *Pty) unreadInput() int {
 	return n
 }
 
-// OutputPending reports whether the terminal has output that execd has
-// not read yet. poll(2) on the master first waits for the kernel worker
-// that moves what the command wrote to the master's side (n_tty_poll
-// flushes it), so output still in transit counts.
+// OutputPending reports whether the terminal has output that the reader
+// of [Pty.ReadEach] has not taken yet. poll(2) on the master first waits
+// for the kernel worker that moves what the command wrote to the
+// master's side (n_tty_poll flushes it), so output still in transit
+// counts; output read from the master but not yet taken counts too.
 func (p *Pty) OutputPending() bool {
+	p.taking.Lock()
+	defer p.taking.Unlock()
 	pending := false
 	_ = p.control(func(fd int) error {
 		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}

@@ -6,7 +6,7 @@
 // poller (so Close interrupts a Read, and writes can have a deadline),
 // resizes and ioctls go through SyscallConn (Fd would make it blocking
 // again), the parent's copy of the terminal is closed once the command
-// has started, and EIO from the master reads as io.EOF. It starts no
+// has started, and EIO from the master is the end of the session. It starts no
 // process itself: the caller starts the command it prepared with
 // [Pty.Attach].
 //
@@ -14,11 +14,10 @@
 package ptyio
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
+	"sync"
 	"syscall"
 	"time"
 
@@ -40,6 +39,10 @@ type Pty struct {
 	// childFiles reports whether /proc/PID/task/TID/children exists
 	// (CONFIG_PROC_CHILDREN); probes scan /proc otherwise.
 	childFiles bool
+	// taking is held from a read of the master until the reader has
+	// taken the bytes (see [Pty.ReadEach]), so that [Pty.OutputPending]
+	// never misses output that left the master but is not taken yet.
+	taking sync.Mutex
 }
 
 // Open opens a new pseudo-terminal of the given size.
@@ -96,13 +99,40 @@ func (p *Pty) Started() {
 	}
 }
 
-// Read reads output. The end of the session (EIO on Linux) is io.EOF.
-func (p *Pty) Read(b []byte) (int, error) {
-	n, err := p.master.Read(b)
-	if errors.Is(err, syscall.EIO) {
-		err = io.EOF
+// ReadEach reads output until the end of the session and hands each
+// piece to take, which runs before the next read. Output counts as
+// pending ([Pty.OutputPending]) until take has returned. It returns nil
+// at the end of the session (EIO from the master), or the error that
+// stopped it (the terminal was closed).
+func (p *Pty) ReadEach(b []byte, take func([]byte)) error {
+	rc, err := p.master.SyscallConn()
+	if err != nil {
+		return err
 	}
-	return n, err
+	for {
+		var n int
+		var rerr error
+		err := rc.Read(func(fd uintptr) bool {
+			p.taking.Lock()
+			defer p.taking.Unlock()
+			n, rerr = unix.Read(int(fd), b)
+			if rerr == unix.EAGAIN || rerr == unix.EINTR {
+				return false // wait until readable
+			}
+			if n > 0 {
+				take(b[:n])
+			}
+			return true
+		})
+		switch {
+		case err != nil:
+			return err
+		case rerr == unix.EIO || (rerr == nil && n <= 0):
+			return nil
+		case rerr != nil:
+			return rerr
+		}
+	}
 }
 
 // Write writes input as typed, until the deadline if one is set.

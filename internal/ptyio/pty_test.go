@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -44,17 +45,15 @@ func start(t *testing.T, argv ...string) *session {
 	}
 	s := &session{t: t, p: p, cmd: cmd, eof: make(chan error, 1)}
 	go func() { // ends at EOF or when the Pty is closed
-		b := make([]byte, 4096)
-		for {
-			n, err := p.Read(b)
+		err := p.ReadEach(make([]byte, 4096), func(b []byte) {
 			s.mu.Lock()
-			s.out.Write(b[:n])
+			s.out.Write(b)
 			s.mu.Unlock()
-			if err != nil {
-				s.eof <- err
-				return
-			}
+		})
+		if err == nil {
+			err = io.EOF
 		}
+		s.eof <- err
 	}()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
@@ -232,5 +231,35 @@ func BenchmarkWaitingForInput(b *testing.B) {
 			_ = s.cmd.Wait()
 			_ = s.p.Close()
 		})
+	}
+}
+
+// Output that left the master but that ReadEach's caller has not taken
+// yet still counts as pending: a probe that saw an empty master while
+// the reader was between its read and its take answered a write_stdin
+// without the output that answered it.
+func TestOutputPendingUntilTaken(t *testing.T) {
+	p, err := Open(DefaultSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	tty := p.tty // the command's side, kept open: this test writes the output
+	defer tty.Close()
+	entered := make(chan struct{}, 1)
+	var taken atomic.Bool
+	go func() {
+		_ = p.ReadEach(make([]byte, 64), func([]byte) {
+			entered <- struct{}{}
+			time.Sleep(100 * time.Millisecond) // a reader preempted before it takes the bytes
+			taken.Store(true)
+		})
+	}()
+	if _, err := tty.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	<-entered
+	if !p.OutputPending() && !taken.Load() {
+		t.Fatal("OutputPending reported nothing pending while the output read was not taken yet")
 	}
 }
