@@ -133,9 +133,27 @@ func (l *testLog) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// stop ends the logging of l: the test is over.
+func (l *testLog) stop() {
+	l.mu.Lock()
+	l.done = true
+	l.mu.Unlock()
+}
+
 // connect starts execd through the SDK's CommandTransport. At cleanup the
 // session is closed, which closes stdin: execd must then exit 0.
 func connect(t *testing.T, cmd *exec.Cmd, opts *mcp.ClientOptions, sess *mcp.ClientSessionOptions) *mcp.ClientSession {
+	t.Helper()
+	return connectExiting(t, cmd, opts, sess, func(err error) {
+		if err != nil {
+			t.Errorf("execd did not exit cleanly: %v", err)
+		}
+	})
+}
+
+// connectExiting is connect for a test that ends execd its own way:
+// exited gets the result of the cleanup's Close.
+func connectExiting(t *testing.T, cmd *exec.Cmd, opts *mcp.ClientOptions, sess *mcp.ClientSessionOptions, exited func(error)) *mcp.ClientSession {
 	t.Helper()
 	client := mcp.NewClient(&mcp.Implementation{Name: "execd-it", Version: "0"}, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
@@ -145,13 +163,9 @@ func connect(t *testing.T, cmd *exec.Cmd, opts *mcp.ClientOptions, sess *mcp.Cli
 		t.Fatalf("connect: %v", err)
 	}
 	t.Cleanup(func() {
-		if err := cs.Close(); err != nil {
-			t.Errorf("execd did not exit cleanly: %v", err)
-		}
+		exited(cs.Close())
 		if l, ok := cmd.Stderr.(*testLog); ok {
-			l.mu.Lock()
-			l.done = true
-			l.mu.Unlock()
+			l.stop()
 		}
 	})
 	return cs

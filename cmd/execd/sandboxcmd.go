@@ -106,16 +106,17 @@ func doctorCmd(fs *pflag.FlagSet, _ []string) int {
 		return exitInternal
 	}
 	defer orch.Close()
-	d := doctor{w: os.Stdout, cfg: cfg, orch: orch}
+	d := doctor{w: os.Stdout, cfg: cfg, orch: orch, containment: r.Containment()}
 	return d.report()
 }
 
 // doctor writes the report of `execd doctor`.
 type doctor struct {
-	w    io.Writer
-	cfg  *config
-	orch *orchestrator.Orchestrator
-	ok   bool
+	w           io.Writer
+	cfg         *config
+	orch        *orchestrator.Orchestrator
+	containment string // how nothing outlives execd (reaper.Containment)
+	ok          bool
 }
 
 func (d *doctor) line(key, format string, args ...any) {
@@ -134,6 +135,7 @@ func (d *doctor) report() int {
 		d.line("platform", "%s: execd has no sandbox here", sup.OS)
 	}
 	d.ok = d.sandbox()
+	d.line("containment", "%s", d.containment)
 	d.secrets()
 	d.line("shell", "%s (%s)", d.orch.Shell().Path, d.orch.Shell().Kind)
 	if len(d.cfg.Files) > 0 {

@@ -104,3 +104,111 @@ func reapOrphan(pid int) bool {
 	got, err := unix.Wait4(pid, &ws, unix.WNOHANG, nil)
 	return got == pid || errors.Is(err, unix.ECHILD)
 }
+
+// maxFreezePasses bounds the scans of freeze; maxChaseRounds bounds each
+// chase of the newest pids.
+const (
+	maxFreezePasses = 100
+	maxChaseRounds  = 10000
+)
+
+// freeze stops (SIGSTOP) every descendant of this process but the guard
+// and returns them; the caller kills them (SIGKILL ends a stopped
+// process). A stopped process cannot fork (a fork interrupted by the
+// signal is restarted after it), so once every live descendant is stopped
+// none can appear. A process that forks a new session and exits faster
+// than one scan of /proc reads it is caught by the chase: between scans,
+// the pids allocated since (ns_last_pid) are read as they appear, and a
+// child of this process (an orphan, re-parented to the subreaper) or of a
+// stopped one is stopped at once — a read of one pid costs less than a
+// fork, so the chase keeps up with any fork loop.
+func (r *Reaper) freeze() []int {
+	f := freezer{self: os.Getpid(), skip: r.guard, stopped: map[int]bool{}}
+	for range maxFreezePasses {
+		last := lastPID()
+		found := false
+		for _, pid := range descendants(f.self, f.skip) {
+			found = f.stop(pid) || found
+		}
+		if f.chase(last) || found {
+			continue
+		}
+		break
+	}
+	return f.all
+}
+
+// freezer is the state of one freeze.
+type freezer struct {
+	self, skip int
+	stopped    map[int]bool
+	all        []int
+}
+
+// stop stops pid unless it is stopped already, and reports whether it
+// stopped it now.
+func (f *freezer) stop(pid int) bool {
+	if f.stopped[pid] || pid == f.skip || unix.Kill(pid, unix.SIGSTOP) != nil {
+		return false
+	}
+	f.stopped[pid] = true
+	f.all = append(f.all, pid)
+	return true
+}
+
+// chase reads the pids allocated after from until no new one is, or the
+// pid numbers wrap (the next full scan covers that), stopping the
+// children of this process and of stopped processes among them. It
+// reports whether it stopped any.
+func (f *freezer) chase(from int) bool {
+	found := false
+	for range maxChaseRounds {
+		to := lastPID()
+		if to <= from {
+			return found
+		}
+		for pid := from + 1; pid <= to; pid++ {
+			st, err := procfs.ReadStat(pid)
+			if err == nil && !st.Zombie() && (st.PPID == f.self || f.stopped[st.PPID]) {
+				found = f.stop(pid) || found
+			}
+		}
+		from = to
+	}
+	return found
+}
+
+// lastPID returns the pid the kernel allocated last in this PID namespace
+// (/proc/sys/kernel/ns_last_pid), or 0 if that cannot be read.
+func lastPID() int {
+	b, err := os.ReadFile("/proc/sys/kernel/ns_last_pid")
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(string(bytes.TrimSpace(b)))
+	return n
+}
+
+// descendants lists the live descendants of root, leaving out the subtree
+// of skip, from one scan of /proc.
+func descendants(root, skip int) []int {
+	kids := map[int][]int{}
+	_ = procfs.Each(func(pid int, s procfs.Stat) {
+		if !s.Zombie() {
+			kids[s.PPID] = append(kids[s.PPID], pid)
+		}
+	})
+	var out []int
+	queue := []int{root}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, k := range kids[p] {
+			if k != skip {
+				out = append(out, k)
+				queue = append(queue, k)
+			}
+		}
+	}
+	return out
+}

@@ -39,6 +39,7 @@ import (
 	"errors"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -66,6 +67,9 @@ const scanSpacing = 100 * time.Millisecond
 // it with [Reaper.Close] after [Reaper.Shutdown].
 type Reaper struct {
 	adopts   bool         // orphans are re-parented to this process (Linux)
+	cg       *cgroup      // the cgroup every command starts in, or nil
+	cgErr    error        // why there is none
+	guard    int          // the cgroup guard's pid: not a command, never signalled
 	children func() []int // lists this process's children
 
 	// The maps hold the command behind each pid, so that an entry is only
@@ -88,12 +92,27 @@ type Reaper struct {
 }
 
 // New returns a Reaper, marks inherited descriptors close-on-exec and,
-// where the platform allows, makes the process a child subreaper. Call it
-// once, early, before starting any child.
+// where the platform allows, makes the process a child subreaper and
+// creates the cgroup its commands start in. Call it once per process
+// (a second call panics), early, before starting any child.
 func New() *Reaper {
+	return newReaper(newCgroup())
+}
+
+// created makes a second Reaper in one process a bug caught at once:
+// its shutdown would kill the first one's processes and guard.
+var created atomic.Bool
+
+// newReaper is New with the cgroup (or why there is none) given.
+func newReaper(cg *cgroup, cgErr error) *Reaper {
+	if created.Swap(true) {
+		panic("reaper: a second Reaper in one process")
+	}
 	closeInheritedOnExec()
 	r := &Reaper{
 		adopts:   becomeSubreaper() == nil,
+		cg:       cg,
+		cgErr:    cgErr,
 		children: childLister(),
 		direct:   map[int]*exec.Cmd{},
 		groups:   map[int]*exec.Cmd{},
@@ -101,10 +120,26 @@ func New() *Reaper {
 		kick:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 	}
+	if cg != nil {
+		r.guard = cg.guard.Process.Pid
+	}
 	if r.adopts {
 		r.loop.Go(r.reapLoop)
 	}
 	return r
+}
+
+// Containment says how this Reaper makes sure nothing outlives the
+// process (SPEC §3.2), for logs and doctor.
+func (r *Reaper) Containment() string {
+	switch {
+	case r.cg != nil:
+		return "cgroup " + r.cg.path + ": every command starts in it and cgroup.kill ends them all, also if execd is killed (a guard process does it then)"
+	case r.adopts:
+		return "process scan: orphans are adopted (subreaper) and frozen (SIGSTOP) before they are killed at shutdown; nothing is killed if execd itself is killed (no cgroup: " + r.cgErr.Error() + ")"
+	default:
+		return "process groups only: what leaves its group is not found (no subreaper, no cgroup)"
+	}
 }
 
 // Adopts reports whether orphaned descendants are re-parented to this
@@ -130,6 +165,7 @@ func (r *Reaper) Start(cmd *exec.Cmd) error {
 	if closing {
 		return ErrClosed
 	}
+	r.cg.place(cmd)
 	if err := cmd.Start(); err != nil {
 		return err
 	}
@@ -210,7 +246,9 @@ func (r *Reaper) SignalSession(cmd *exec.Cmd, sig syscall.Signal) error {
 
 // Shutdown refuses new processes, sends SIGTERM to every tracked group and
 // every adopted orphan (and its group), sends SIGKILL to whatever is left
-// after grace, and returns when no descendant is left or ctx is done.
+// after grace (or at once when none is), with the cgroup's cgroup.kill and
+// a freeze of every descendant, and returns when no descendant is left or
+// ctx is done.
 // Processes that Wait is responsible for are signalled but left to Wait
 // to reap.
 func (r *Reaper) Shutdown(ctx context.Context, grace time.Duration) error {
@@ -224,10 +262,13 @@ func (r *Reaper) Shutdown(ctx context.Context, grace time.Duration) error {
 	tick := time.NewTicker(pollInterval)
 	defer tick.Stop()
 	for {
-		if !r.signalAll(sig, sent) {
+		alive := r.signalAll(sig, sent)
+		if !alive && sig == unix.SIGKILL {
 			return nil
 		}
-		if sig == unix.SIGTERM && time.Now().After(deadline) {
+		// Whether the last went at SIGTERM or not, a SIGKILL round ends
+		// it: it stops and kills what no scan saw alive (a fork loop).
+		if !alive || sig == unix.SIGTERM && time.Now().After(deadline) {
 			sig, sent = unix.SIGKILL, map[int]bool{}
 			continue
 		}
@@ -263,8 +304,20 @@ func (r *Reaper) signalAll(sig unix.Signal, sent map[int]bool) (alive bool) {
 		alive = true
 		send(-pgid)
 	}
+	if sig == unix.SIGKILL {
+		if r.cg != nil {
+			// Every command and what it started is in the cgroup.
+			_ = r.cg.kill()
+			alive = alive || r.cg.populated()
+		} else {
+			for _, pid := range r.freeze() {
+				alive = true
+				send(pid)
+			}
+		}
+	}
 	for _, pid := range children {
-		if r.direct[pid] == nil && reapOrphan(pid) {
+		if pid == r.guard || r.direct[pid] == nil && reapOrphan(pid) {
 			continue
 		}
 		alive = true
@@ -289,6 +342,9 @@ func (r *Reaper) Close() {
 	close(r.stop)
 	r.loop.Wait()
 	r.exits.close()
+	if r.cg != nil {
+		r.cg.close()
+	}
 }
 
 // reapLoop reaps orphans after each Start and Wait and, while commands or
@@ -339,7 +395,7 @@ func (r *Reaper) reapOrphans() (alive int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, pid := range children {
-		if r.direct[pid] == nil && !reapOrphan(pid) {
+		if pid != r.guard && r.direct[pid] == nil && !reapOrphan(pid) {
 			alive++
 		}
 	}

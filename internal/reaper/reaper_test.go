@@ -5,9 +5,12 @@ package reaper
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+
 	"slices"
 	"strconv"
 	"strings"
@@ -382,4 +385,98 @@ func threads(t *testing.T) int {
 	}
 	t.Fatal("no Threads in /proc/self/status")
 	return 0
+}
+
+// Containment names the cgroup in force, or says why there is none.
+func TestContainmentIsReported(t *testing.T) {
+	c := testReaper.Containment()
+	t.Log(c)
+	want := "cgroup " + "/"
+	if testReaper.cg != nil {
+		want = testReaper.cg.path
+	} else if testReaper.cgErr != nil {
+		want = testReaper.cgErr.Error()
+	}
+	if !strings.Contains(c, want) {
+		t.Errorf("Containment() = %q, want it to say %q", c, want)
+	}
+}
+
+// A process that forks the next of its kind into a new session and exits
+// at once is never found by a scan of its parent's children; Shutdown
+// must still leave none (SPEC §3.2: stopped before killed). The test
+// takes the slowest path, with no cgroup and children found by scanning
+// /proc, as on kernels without CONFIG_PROC_CHILDREN.
+func TestShutdownStopsAForkRacer(t *testing.T) {
+	if os.Getenv("REAPER_TEST_CHILD") == "1" {
+		racerChild(t)
+		return
+	}
+	if !testReaper.Adopts() {
+		t.Skip("this kernel does not support PR_SET_CHILD_SUBREAPER")
+	}
+	marker := fmt.Sprintf("execd-racer-%d", os.Getpid())
+	cmd := exec.Command(os.Args[0], "-test.run=^TestShutdownStopsAForkRacer$", "-test.v")
+	cmd.Env = append(os.Environ(), "REAPER_TEST_CHILD=1", "RACER_MARKER="+marker, "RACER_DIR="+t.TempDir())
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	out, err := runOwned(cmd)
+	defer proctest.Gone(t, marker, waitLimit) // kills what is left
+	if err != nil || !strings.Contains(out, "--- PASS") {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+}
+
+func racerChild(t *testing.T) {
+	marker := os.Getenv("RACER_MARKER")
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3 for the racer")
+	}
+	r := newReaper(nil, errors.New("left out by the test"))
+	defer r.Close()
+	r.children = scanChildren
+	// Each generation forks the next and exits; the next makes itself a
+	// new session: no exec, so a generation lives for a fork's time.
+	cmd := exec.Command(python, "-c", "import os\nwhile True:\n    if os.fork(): os._exit(0)\n    os.setsid()", marker)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := r.Start(cmd); err != nil {
+		t.Fatal(err)
+	}
+	_ = r.Wait(cmd) // the first one exits at once
+	proctest.Running(t, marker, 1, waitLimit)
+	time.Sleep(100 * time.Millisecond) // a few dozen generations
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if err := r.Shutdown(ctx, 100*time.Millisecond); err != nil {
+		t.Errorf("Shutdown: %v", err)
+	}
+	time.Sleep(100 * time.Millisecond) // an escaped racer would have run on meanwhile
+	if left := proctest.Find(marker); len(left) > 0 {
+		t.Fatalf("left running after Shutdown: %v", left)
+	}
+}
+
+// A cgroup left by an execd that is gone is removed by the next one; one
+// of a live process is not.
+func TestStaleCgroupsAreRemoved(t *testing.T) {
+	if testReaper.cg == nil {
+		t.Skipf("no cgroup: %v", testReaper.cgErr)
+	}
+	parent := filepath.Dir(testReaper.cg.path)
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(parent, "execd-"+strconv.Itoa(dead.Process.Pid))
+	if err := os.Mkdir(stale, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(stale)
+	removeStale(parent)
+	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s left behind: %v", stale, err)
+	}
+	if _, err := os.Stat(testReaper.cg.path); err != nil {
+		t.Errorf("the live cgroup was removed: %v", err)
+	}
 }

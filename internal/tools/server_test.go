@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"slices"
 	"strings"
@@ -580,10 +581,25 @@ func (w *stuckWriter) String() string {
 // answers those that come after: JSON-RPC -32603, not a tool result
 // (SPEC §3.2).
 func TestCallDuringShutdown(t *testing.T) {
-	r := reaper.New()
-	defer r.Close()
-	c := startServer(t, func(_ *Options, o *orchestrator.Options) { o.Reaper = r })
-	if err := r.Shutdown(t.Context(), 0); err != nil { // as execd's shutdown does first
+	// The test shuts the process's Reaper down (a second Reaper's shutdown
+	// would kill the first one's processes): it runs in a child process.
+	const child = "EXECD_TOOLS_TEST_CHILD"
+	if os.Getenv(child) != "1" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestCallDuringShutdown$", "-test.v")
+		cmd.Env = append(os.Environ(), child+"=1")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		var out strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := testReaper.Start(cmd); err != nil {
+			t.Fatal(err)
+		}
+		if err := testReaper.Wait(cmd); err != nil || !strings.Contains(out.String(), "--- PASS") {
+			t.Fatalf("child: %v\n%s", err, out.String())
+		}
+		return
+	}
+	c := startServer(t)
+	if err := testReaper.Shutdown(t.Context(), 0); err != nil { // as execd's shutdown does first
 		t.Fatal(err)
 	}
 	for _, tool := range []string{"shell", "exec_command"} {

@@ -1,0 +1,216 @@
+package reaper
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// cgroup is the cgroup v2 directory every command is started in
+// (clone3's CLONE_INTO_CGROUP: no window in which a command or its first
+// children are outside it). Writing cgroup.kill kills all of them at once,
+// whatever sessions and process groups they made and however fast they
+// fork; a guard process does it when execd itself dies.
+type cgroup struct {
+	path   string
+	dir    *os.File  // the directory, for CgroupFD
+	guard  *exec.Cmd // kills the cgroup when its pipe closes
+	guardW *os.File  // our end of that pipe; closed by close or by our death
+}
+
+// newCgroup creates execd-PID below this process's own cgroup on the
+// cgroup v2 hierarchy and starts its guard. It fails, saying why, where
+// there is no writable cgroup v2 with cgroup.kill (Linux 5.14), or where
+// clone3 is unavailable (a seccomp filter may return ENOSYS).
+func newCgroup() (*cgroup, error) {
+	mount, err := cgroup2Mount()
+	if err != nil {
+		return nil, err
+	}
+	own, err := ownCgroup()
+	if err != nil {
+		return nil, err
+	}
+	parent := filepath.Join(mount, own)
+	// Moving a process into a child cgroup takes write access to the
+	// cgroup.procs of the common ancestor: our own cgroup.
+	if err := unix.Faccessat(unix.AT_FDCWD, filepath.Join(parent, "cgroup.procs"), unix.W_OK, unix.AT_EACCESS); err != nil {
+		return nil, fmt.Errorf("%s is not delegated to this user: %w", parent, err)
+	}
+	if _, _, errno := unix.Syscall(unix.SYS_CLONE3, 0, 0, 0); errno == unix.ENOSYS {
+		return nil, errors.New("clone3 is unavailable (kernel or seccomp filter)")
+	}
+	removeStale(parent)
+	path := filepath.Join(parent, "execd-"+strconv.Itoa(os.Getpid()))
+	if err := os.Mkdir(path, 0o755); err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(path, "cgroup.kill")); err != nil { // the root cgroup has none
+		_ = os.Remove(path)
+		return nil, errors.New("the cgroup v2 hierarchy has no cgroup.kill (Linux 5.14)")
+	}
+	dir, err := os.Open(path)
+	if err != nil {
+		_ = os.Remove(path)
+		return nil, err
+	}
+	cg := &cgroup{path: path, dir: dir}
+	if err := cg.startGuard(); err != nil {
+		dir.Close()
+		_ = os.Remove(path)
+		return nil, fmt.Errorf("guard: %w", err)
+	}
+	return cg, nil
+}
+
+// removeStale removes the empty cgroups that execds which are gone left
+// beside ours (a guard killed before it could). It only removes: one that
+// still holds processes may belong to an execd in another PID namespace.
+func removeStale(parent string) {
+	entries, err := os.ReadDir(parent)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		n, ok := strings.CutPrefix(e.Name(), "execd-")
+		pid, err := strconv.Atoi(n)
+		if !ok || err != nil || !e.IsDir() || unix.Kill(pid, 0) != unix.ESRCH {
+			continue
+		}
+		_ = os.Remove(filepath.Join(parent, e.Name())) // EBUSY while populated
+	}
+}
+
+// cgroup2Mount returns where the cgroup v2 hierarchy is mounted (on a
+// hybrid layout, /sys/fs/cgroup/unified).
+func cgroup2Mount() (string, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER
+		pre, post, ok := strings.Cut(sc.Text(), " - ")
+		fields := strings.Fields(pre)
+		if ok && strings.HasPrefix(post, "cgroup2 ") && len(fields) >= 5 && fields[3] == "/" {
+			return unescapeMount(fields[4]), nil
+		}
+	}
+	return "", errors.New("no cgroup v2 hierarchy is mounted")
+}
+
+// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// ownCgroup returns this process's cgroup v2 path ("0::/path").
+func ownCgroup() (string, error) {
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return "", err
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if p, ok := strings.CutPrefix(line, "0::"); ok {
+			if strings.HasSuffix(p, " (deleted)") {
+				return "", errors.New("this process's cgroup was removed")
+			}
+			return p, nil
+		}
+	}
+	return "", errors.New("this process has no cgroup v2 path")
+}
+
+// guardScript is the guard: it waits for EOF on fd 3, a pipe whose
+// other end only execd holds, so that the kernel ends it when execd dies,
+// however it dies; then it kills everything in the cgroup ($1), waits
+// (up to about 5 s: a process in D state takes a moment to die) until
+// the cgroup is empty and removes it. Signals meant for execd's terminal
+// or host do not end it early. A shell, not execd re-executed: it starts
+// in a few milliseconds where a Go binary takes tens.
+const guardScript = `trap '' INT TERM HUP QUIT PIPE
+read -r _ <&3
+i=0
+while [ -d "$1" ] && [ "$i" -lt 500 ]; do
+	echo 1 >"$1/cgroup.kill"
+	rmdir "$1" && exit 0
+	sleep 0.01
+	i=$((i + 1))
+done
+[ ! -d "$1" ]`
+
+// startGuard starts the guard (guardScript) in its own session, out of
+// the reach of signals sent to execd's process group.
+func (cg *cgroup) startGuard() error {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	cmd := &exec.Cmd{
+		Path:        "/bin/sh",
+		Args:        []string{"execd-cgroup-guard", "-c", guardScript, "execd-cgroup-guard", cg.path},
+		ExtraFiles:  []*os.File{r}, // fd 3
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
+	}
+	if err := cmd.Start(); err != nil {
+		w.Close()
+		return err
+	}
+	cg.guard, cg.guardW = cmd, w
+	return nil
+}
+
+// place makes cmd start in the cgroup; a nil cgroup places nothing.
+func (cg *cgroup) place(cmd *exec.Cmd) {
+	if cg == nil {
+		return
+	}
+	cmd.SysProcAttr.UseCgroupFD = true
+	cmd.SysProcAttr.CgroupFD = int(cg.dir.Fd())
+}
+
+// kill kills every process in the cgroup at once.
+func (cg *cgroup) kill() error {
+	return os.WriteFile(filepath.Join(cg.path, "cgroup.kill"), []byte("1"), 0)
+}
+
+// populated reports whether a live process is left in the cgroup
+// (cgroup.events; an unreadable file counts as populated).
+func (cg *cgroup) populated() bool {
+	b, err := os.ReadFile(filepath.Join(cg.path, "cgroup.events"))
+	return err != nil || strings.Contains(string(b), "populated 1")
+}
+
+// close kills what is left, lets the guard go (it removes the directory
+// once empty) and waits for it.
+func (cg *cgroup) close() {
+	_ = cg.kill()
+	_ = cg.guardW.Close()
+	_ = cg.guard.Wait()
+	_ = cg.dir.Close()
+}

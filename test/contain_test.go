@@ -1,0 +1,139 @@
+package test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/execd/execd/internal/proctest"
+)
+
+// racer forks the next of its kind, which makes itself a new session,
+// and exits, in a loop with no exec: a generation lives for a fork's
+// time, so no scan of /proc catches it by its parent.
+const racer = "import os\nwhile True:\n    if os.fork(): os._exit(0)\n    os.setsid()"
+
+// containedProcesses starts, through cs, processes of every kind a
+// command can leave (a running one-shot, a `setsid nohup` child, a PTY
+// session, a fork-racer), each with marker in its command line, and waits
+// until all of them run. cancel cancels the one-shot's call (which kills
+// it): the SDK's Close waits for calls in flight.
+func containedProcesses(t *testing.T, cs *mcp.ClientSession, marker string) (cancel func()) {
+	t.Helper()
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("no python3 for the fork-racer")
+	}
+	t.Cleanup(func() { killAll(marker) }) // what a failing test leaves
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() { // answered only if execd lives
+		_, _ = cs.CallTool(ctx, &mcp.CallToolParams{Name: "shell", Arguments: map[string]any{
+			"command": []string{"sh", "-c", "sleep 1000; true", marker + "-oneshot"}, "timeout_ms": 600000}})
+	}()
+	for _, args := range []map[string]any{
+		{"cmd": "setsid nohup sh -c 'sleep 1000; true' " + marker + "-nohup >/dev/null 2>&1 &", "yield_time_ms": 1000},
+		{"cmd": "sh -c 'sleep 1000; true' " + marker + "-pty", "tty": true, "yield_time_ms": 250},
+		{"cmd": "python3 -c '" + racer + "' " + marker + "-racer", "yield_time_ms": 250},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "exec_command", Arguments: args})
+		cancel()
+		if err != nil || res.IsError {
+			t.Fatalf("exec_command %v: %v %v", args["cmd"], err, res)
+		}
+	}
+	deadline := time.Now().Add(waitLimit)
+	for _, kind := range []string{"oneshot", "nohup", "pty", "racer"} {
+		for len(processesWith(marker+"-"+kind)) == 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("the %s process never ran", kind)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	return cancel
+}
+
+// killAll kills every process with marker, again and again: a fork-racer
+// that escaped makes new ones.
+func killAll(marker string) {
+	for range 100 {
+		for _, pid := range proctest.Find(marker) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
+func newMarker() string { return fmt.Sprintf("execd-marker-%d", rand.Uint64()) }
+
+// containmentOf returns doctor's containment line for h's user.
+func containmentOf(h *sandboxHost) string {
+	for line := range strings.SplitSeq(h.run("", "doctor").stdout, "\n") {
+		if strings.HasPrefix(line, "containment:") {
+			return line
+		}
+	}
+	return ""
+}
+
+// killedServe starts execd serve for h, for a test that SIGKILLs it, and
+// returns the session and execd's process (setpriv execs it, so the pid
+// is execd's).
+func killedServe(t *testing.T, h *sandboxHost, config string) (*mcp.ClientSession, *os.Process) {
+	t.Helper()
+	cmd := h.command(config, "serve")
+	cmd.Stderr = &testLog{t: t}
+	cs := connectExiting(t, cmd, nil, &mcp.ClientSessionOptions{ProtocolVersion: "2025-06-18"}, func(err error) {
+		if !strings.Contains(fmt.Sprint(err), "killed") {
+			t.Errorf("execd was to die of SIGKILL: %v", err)
+		}
+	})
+	return cs, cmd.Process
+}
+
+// SIGKILL of execd leaves nothing behind where it can contain its
+// commands in a cgroup (SPEC §3.2): not the running one-shot, the
+// `setsid nohup` child, the PTY session or the fork-racer.
+func TestSIGKILLLeavesNothing(t *testing.T) {
+	for _, mode := range []string{"danger-full-access", "workspace-write"} {
+		t.Run(mode, func(t *testing.T) {
+			asEachUser(t, func(t *testing.T, h *sandboxHost) {
+				if c := containmentOf(h); !strings.Contains(c, "cgroup.kill") {
+					t.Skipf("no cgroup containment on this host for this user: %q", c)
+				}
+				marker := newMarker()
+				cs, execd := killedServe(t, h, "[sandbox]\nmode = \""+mode+"\"\n")
+				containedProcesses(t, cs, marker)
+				if err := execd.Kill(); err != nil {
+					t.Fatal(err)
+				}
+				proctest.Gone(t, marker, 2*time.Second)
+			})
+		})
+	}
+}
+
+// On every host, the fork-racer is gone once execd has shut down after
+// stdin's end (SPEC §3.2): with a cgroup by cgroup.kill, without one by a
+// scan that stops (SIGSTOP) every descendant before killing them.
+func TestForkRacerGoneAfterEOF(t *testing.T) {
+	asEachUser(t, func(t *testing.T, h *sandboxHost) {
+		t.Log(containmentOf(h))
+		marker := newMarker()
+		cmd := h.command("", "serve")
+		cmd.Stderr = &testLog{t: t}
+		cs := connect(t, cmd, nil, &mcp.ClientSessionOptions{ProtocolVersion: "2025-06-18"})
+		cancel := containedProcesses(t, cs, marker)
+		cancel()
+		_ = cs.Close() // closes execd's stdin and waits for its exit (connect checks how)
+		proctest.Gone(t, marker, time.Second)
+	})
+}
