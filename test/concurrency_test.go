@@ -79,7 +79,7 @@ func TestManyCommandsFewThreads(t *testing.T) {
 }
 
 // childrenOf returns the pids whose parent is pid.
-func childrenOf(pid int) []int {
+func childrenOf(pid int) []int { // but its cgroup guard (SPEC §3.2)
 	var kids []int
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
@@ -89,10 +89,17 @@ func childrenOf(pid int) []int {
 		}
 		s := string(b)
 		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
+		if len(f) > 1 && f[1] == strconv.Itoa(pid) && !isGuard(e.Name()) {
 			k, _ := strconv.Atoi(e.Name())
 			kids = append(kids, k)
 		}
 	}
 	return kids
+}
+
+// isGuard reports whether pid is execd's cgroup guard, a child of execd
+// that is not a command.
+func isGuard(pid string) bool {
+	b, _ := os.ReadFile("/proc/" + pid + "/cmdline")
+	return strings.HasPrefix(string(b), "execd-cgroup-guard\x00")
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -145,7 +146,8 @@ func ownCgroup() (string, error) {
 	return "", errors.New("this process has no cgroup v2 path")
 }
 
-// guardScript is the guard: it waits for EOF on fd 3, a pipe whose
+// guardScript is the guard: it waits for EOF on fd 3 (data written to
+// it does not count), a pipe whose
 // other end only execd holds, so that the kernel ends it when execd dies,
 // however it dies; then it kills everything in the cgroup ($1), waits
 // (up to about 5 s: a process in D state takes a moment to die) until
@@ -153,7 +155,7 @@ func ownCgroup() (string, error) {
 // or host do not end it early. A shell, not execd re-executed: it starts
 // in a few milliseconds where a Go binary takes tens.
 const guardScript = `trap '' INT TERM HUP QUIT PIPE
-read -r _ <&3
+cat <&3 >/dev/null
 i=0
 while [ -d "$1" ] && [ "$i" -lt 500 ]; do
 	echo 1 >"$1/cgroup.kill"
@@ -206,11 +208,26 @@ func (cg *cgroup) populated() bool {
 	return err != nil || strings.Contains(string(b), "populated 1")
 }
 
-// close kills what is left, lets the guard go (it removes the directory
-// once empty) and waits for it.
+// close kills what is left and removes the cgroup itself, then lets the
+// guard go and waits for it, for a bounded time: a command of execd's
+// user may have stopped (SIGSTOP) or killed it, and execd's exit must not
+// wait on it. A guard that does not end is killed (it is our child).
 func (cg *cgroup) close() {
-	_ = cg.kill()
+	for range 200 { // 2 s
+		_ = cg.kill()
+		if os.Remove(cg.path) == nil || !cg.populated() && os.Remove(cg.path) == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	_ = cg.guardW.Close()
-	_ = cg.guard.Wait()
+	done := make(chan struct{})
+	go func() { _ = cg.guard.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Second):
+		_ = cg.guard.Process.Kill()
+		<-done
+	}
 	_ = cg.dir.Close()
 }
