@@ -215,7 +215,7 @@ func (cg *cgroup) populated() bool {
 func (cg *cgroup) close() {
 	for range 200 { // 2 s
 		_ = cg.kill()
-		if os.Remove(cg.path) == nil || !cg.populated() && os.Remove(cg.path) == nil {
+		if err := os.Remove(cg.path); err == nil || errors.Is(err, os.ErrNotExist) {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
