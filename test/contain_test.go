@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -15,11 +14,6 @@ import (
 
 	"github.com/execd/execd/internal/proctest"
 )
-
-// racer forks the next of its kind, which makes itself a new session,
-// and exits, in a loop with no exec: a generation lives for a fork's
-// time, so no scan of /proc catches it by its parent.
-const racer = "import os\nwhile True:\n    if os.fork(): os._exit(0)\n    os.setsid()"
 
 // containedProcesses starts, through cs, processes of every kind a
 // command can leave (a running one-shot, a `setsid nohup` child, a PTY
@@ -31,7 +25,7 @@ func containedProcesses(t *testing.T, cs *mcp.ClientSession, marker string) (can
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("no python3 for the fork-racer")
 	}
-	t.Cleanup(func() { killAll(marker) }) // what a failing test leaves
+	t.Cleanup(func() { proctest.Kill(marker) }) // what a failing test leaves
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	go func() { // answered only if execd lives
@@ -41,7 +35,7 @@ func containedProcesses(t *testing.T, cs *mcp.ClientSession, marker string) (can
 	for _, args := range []map[string]any{
 		{"cmd": "setsid nohup sh -c 'sleep 1000; true' " + marker + "-nohup >/dev/null 2>&1 &", "yield_time_ms": 1000},
 		{"cmd": "sh -c 'sleep 1000; true' " + marker + "-pty", "tty": true, "yield_time_ms": 250},
-		{"cmd": "python3 -c '" + racer + "' " + marker + "-racer", "yield_time_ms": 250},
+		{"cmd": "python3 -c '" + proctest.ForkRacer + "' " + marker + "-racer", "yield_time_ms": 250},
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "exec_command", Arguments: args})
@@ -50,26 +44,10 @@ func containedProcesses(t *testing.T, cs *mcp.ClientSession, marker string) (can
 			t.Fatalf("exec_command %v: %v %v", args["cmd"], err, res)
 		}
 	}
-	deadline := time.Now().Add(waitLimit)
 	for _, kind := range []string{"oneshot", "nohup", "pty", "racer"} {
-		for len(processesWith(marker+"-"+kind)) == 0 {
-			if time.Now().After(deadline) {
-				t.Fatalf("the %s process never ran", kind)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		proctest.Running(t, marker+"-"+kind, 1, waitLimit)
 	}
 	return cancel
-}
-
-// killAll kills every process with marker, again and again: a fork-racer
-// that escaped makes new ones.
-func killAll(marker string) {
-	for range 100 {
-		for _, pid := range proctest.Find(marker) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-	}
 }
 
 func newMarker() string { return fmt.Sprintf("execd-marker-%d", rand.Uint64()) }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -41,6 +42,22 @@ func Find(marker string) []int {
 		pids = append(pids, pid)
 	}
 	return pids
+}
+
+// ForkRacer is a python3 program that forks the next of its kind, which
+// makes itself a new session, and exits, in a loop with no exec: a
+// generation lives for a fork's time, so no scan of /proc catches it by
+// its parent. Give it the marker as its argument.
+const ForkRacer = "import os\nwhile True:\n    if os.fork(): os._exit(0)\n    os.setsid()"
+
+// Kill kills every process whose command line contains marker, again and
+// again: a fork racer that escaped keeps making new ones.
+func Kill(marker string) {
+	for range 100 {
+		for _, pid := range Find(marker) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
 }
 
 // Gone waits up to limit for every process whose command line contains

@@ -28,7 +28,7 @@ import (
 var testReaper *Reaper
 
 func TestMain(m *testing.M) {
-	if os.Getenv("REAPER_TEST_CHILD") != "1" {
+	if os.Getenv(childEnv) != "1" {
 		testReaper = New()
 	}
 	os.Exit(m.Run())
@@ -106,22 +106,15 @@ func TestWaitOwnsDirectChildrenDespiteReaping(t *testing.T) {
 func TestShutdownKillsEverythingAndEscalates(t *testing.T) {
 	// A private Reaper would be a second one in this process; instead this
 	// test runs in a child process that owns its own.
-	if os.Getenv("REAPER_TEST_CHILD") == "1" {
+	if os.Getenv(childEnv) == "1" {
 		shutdownChild(t)
 		return
 	}
 	if !testReaper.Adopts() {
 		t.Skip("this kernel does not support PR_SET_CHILD_SUBREAPER")
 	}
-	const marker = "sleep 913.5"
-	cmd := exec.Command(os.Args[0], "-test.run=^TestShutdownKillsEverythingAndEscalates$", "-test.v")
-	cmd.Env = append(os.Environ(), "REAPER_TEST_CHILD=1")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	out, err := runOwned(cmd)
-	if err != nil || !strings.Contains(out, "--- PASS") {
-		t.Fatalf("child: %v\n%s", err, out)
-	}
-	proctest.Gone(t, marker, waitLimit)
+	runChild(t)
+	proctest.Gone(t, "sleep 913.5", waitLimit)
 }
 
 // shutdownChild starts descendants of every kind, including ones that
@@ -169,6 +162,23 @@ func shutdownChild(t *testing.T) {
 	cmd := bash("true")
 	if err := r.Start(cmd); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Start after Shutdown = %v, want ErrClosed", err)
+	}
+}
+
+// childEnv marks a test binary that runs one test in a child process of
+// its own, with a Reaper of its own (a process has at most one).
+const childEnv = "REAPER_TEST_CHILD"
+
+// runChild runs the calling test again in a child process (its own
+// session, with childEnv and env set) and fails unless it passes there.
+func runChild(t *testing.T, env ...string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.v")
+	cmd.Env = append(append(os.Environ(), childEnv+"=1"), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	out, err := runOwned(cmd)
+	if err != nil || !strings.Contains(out, "--- PASS") {
+		t.Fatalf("child: %v\n%s", err, out)
 	}
 }
 
@@ -408,36 +418,27 @@ func TestContainmentIsReported(t *testing.T) {
 // takes the slowest path, with no cgroup and children found by scanning
 // /proc, as on kernels without CONFIG_PROC_CHILDREN.
 func TestShutdownStopsAForkRacer(t *testing.T) {
-	if os.Getenv("REAPER_TEST_CHILD") == "1" {
+	if os.Getenv(childEnv) == "1" {
 		racerChild(t)
 		return
 	}
 	if !testReaper.Adopts() {
 		t.Skip("this kernel does not support PR_SET_CHILD_SUBREAPER")
 	}
-	marker := fmt.Sprintf("execd-racer-%d", os.Getpid())
-	cmd := exec.Command(os.Args[0], "-test.run=^TestShutdownStopsAForkRacer$", "-test.v")
-	cmd.Env = append(os.Environ(), "REAPER_TEST_CHILD=1", "RACER_MARKER="+marker, "RACER_DIR="+t.TempDir())
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	out, err := runOwned(cmd)
-	defer proctest.Gone(t, marker, waitLimit) // kills what is left
-	if err != nil || !strings.Contains(out, "--- PASS") {
-		t.Fatalf("child: %v\n%s", err, out)
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("no python3 for the racer")
 	}
+	marker := fmt.Sprintf("execd-racer-%d", os.Getpid())
+	defer proctest.Kill(marker) // what a failing child leaves
+	runChild(t, "RACER_MARKER="+marker)
 }
 
 func racerChild(t *testing.T) {
 	marker := os.Getenv("RACER_MARKER")
-	python, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("no python3 for the racer")
-	}
 	r := newReaper(nil, errors.New("left out by the test"))
 	defer r.Close()
 	r.children = scanChildren
-	// Each generation forks the next and exits; the next makes itself a
-	// new session: no exec, so a generation lives for a fork's time.
-	cmd := exec.Command(python, "-c", "import os\nwhile True:\n    if os.fork(): os._exit(0)\n    os.setsid()", marker)
+	cmd := exec.Command("python3", "-c", proctest.ForkRacer, marker)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := r.Start(cmd); err != nil {
 		t.Fatal(err)
