@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -236,10 +237,11 @@ func TestSDKAnswersUnderLoad(t *testing.T) {
 	cs, _ := startSDK(t, fullAccess) // before the loops: a starved start would take seconds
 	for range 2 {
 		loop := exec.Command(busy[0], busy[1:]...)
+		loop.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // timeout(1) and its sh
 		if err := loop.Start(); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = loop.Process.Kill(); _ = loop.Wait() })
+		t.Cleanup(func() { _ = syscall.Kill(-loop.Process.Pid, syscall.SIGKILL); _ = loop.Wait() })
 	}
 	programs := []struct {
 		cmd   string
