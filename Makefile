@@ -17,7 +17,7 @@ FUZZ_TARGETS := ./internal/rpc:FuzzDecode:40000 ./internal/tools:FuzzArgs:300000
 	./internal/policy:FuzzPlainCommands:300000 ./internal/policy:FuzzRules:200000 \
 	./internal/policy:FuzzRequire:200000 ./internal/policy:FuzzTrust:200000 ./internal/patch:FuzzParse:300000 \
 	./internal/patch:FuzzApply:60000 ./internal/gitrepo:FuzzConfig:200000 ./internal/gitrepo:FuzzGitlinks:200000 \
-	./internal/orchestrator:FuzzStartupRefs:100000
+	./internal/orchestrator:FuzzStartupRefs:100000 ./internal/procfs:FuzzCgroupLines:300000
 
 .PHONY: all build test check fmt-check vet lint unit integration fuzz cross bench clean test-deps
 

@@ -15,7 +15,8 @@ const module = "github.com/execd/execd"
 var allowedInternal = map[string][]string{
 	"rpc":       nil,                   // JSON-RPC framing knows nothing of tools or processes
 	"procfs":    nil,                   // reads /proc for the leaves below
-	"reaper":    {"procfs"},            // owns processes, takes no logger
+	"budget":    {"procfs"},            // the task budget execd shares with its commands
+	"reaper":    {"procfs", "budget"},  // owns processes, takes no logger
 	"fspath":    nil,                   // resolves paths as the kernel does; opens files others may have placed
 	"gitrepo":   {"fspath"},            // how git finds repositories and reads configuration (never blocking on a FIFO)
 	"sandbox":   {"fspath", "gitrepo"}, // restrictions and platform facts

@@ -106,7 +106,7 @@ func doctorCmd(fs *pflag.FlagSet, _ []string) int {
 		return exitInternal
 	}
 	defer orch.Close()
-	d := doctor{w: os.Stdout, cfg: cfg, orch: orch, containment: r.Containment()}
+	d := doctor{w: os.Stdout, cfg: cfg, orch: orch, containment: r.Containment(), budget: r.Budget()}
 	return d.report()
 }
 
@@ -116,6 +116,7 @@ type doctor struct {
 	cfg         *config
 	orch        *orchestrator.Orchestrator
 	containment string // how nothing outlives execd (reaper.Containment)
+	budget      string // the task budgets shared with commands (reaper.Budget)
 	ok          bool
 }
 
@@ -136,6 +137,7 @@ func (d *doctor) report() int {
 	}
 	d.ok = d.sandbox()
 	d.line("containment", "%s", d.containment)
+	d.line("process budget", "%s", d.budget)
 	d.secrets()
 	d.line("shell", "%s (%s)", d.orch.Shell().Path, d.orch.Shell().Kind)
 	if len(d.cfg.Files) > 0 {

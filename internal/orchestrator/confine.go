@@ -57,6 +57,8 @@ func (o *Orchestrator) logSupport() {
 		zap.Bool("unix_sockets", o.UnixSockets()),
 		zap.Strings("writable_roots", sandbox.RootPaths(o.roots)),
 		zap.Bool("orphans_adopted", o.reaper.Adopts()),
+		zap.String("containment", o.reaper.Containment()),
+		zap.String("process_budget", o.reaper.Budget()),
 		zap.String("shell", o.shell.Path),
 	}
 	if o.sandbox.Mode.Enforced() {

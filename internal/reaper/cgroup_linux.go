@@ -1,7 +1,6 @@
 package reaper
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -13,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/execd/execd/internal/procfs"
 )
 
 // cgroup is the cgroup v2 directory every command is started in
@@ -32,15 +33,11 @@ type cgroup struct {
 // there is no writable cgroup v2 with cgroup.kill (Linux 5.14), or where
 // clone3 is unavailable (a seccomp filter may return ENOSYS).
 func newCgroup() (*cgroup, error) {
-	mount, err := cgroup2Mount()
+	own, err := procfs.OwnCgroup("")
 	if err != nil {
 		return nil, err
 	}
-	own, err := ownCgroup()
-	if err != nil {
-		return nil, err
-	}
-	parent := filepath.Join(mount, own)
+	parent := own.Dir
 	// Moving a process into a child cgroup takes write access to the
 	// cgroup.procs of the common ancestor: our own cgroup.
 	if err := unix.Faccessat(unix.AT_FDCWD, filepath.Join(parent, "cgroup.procs"), unix.W_OK, unix.AT_EACCESS); err != nil {
@@ -88,62 +85,6 @@ func removeStale(parent string) {
 		}
 		_ = os.Remove(filepath.Join(parent, e.Name())) // EBUSY while populated
 	}
-}
-
-// cgroup2Mount returns where the cgroup v2 hierarchy is mounted (on a
-// hybrid layout, /sys/fs/cgroup/unified).
-func cgroup2Mount() (string, error) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER
-		pre, post, ok := strings.Cut(sc.Text(), " - ")
-		fields := strings.Fields(pre)
-		if ok && strings.HasPrefix(post, "cgroup2 ") && len(fields) >= 5 && fields[3] == "/" {
-			return unescapeMount(fields[4]), nil
-		}
-	}
-	return "", errors.New("no cgroup v2 hierarchy is mounted")
-}
-
-// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
-// ownCgroup returns this process's cgroup v2 path ("0::/path").
-func ownCgroup() (string, error) {
-	b, err := os.ReadFile("/proc/self/cgroup")
-	if err != nil {
-		return "", err
-	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if p, ok := strings.CutPrefix(line, "0::"); ok {
-			if strings.HasSuffix(p, " (deleted)") {
-				return "", errors.New("this process's cgroup was removed")
-			}
-			return p, nil
-		}
-	}
-	return "", errors.New("this process has no cgroup v2 path")
 }
 
 // guardScript is the guard: it waits for EOF on fd 3 (data written to

@@ -24,6 +24,10 @@
 //     close-on-exec, so a child gets only its own stdin, stdout, stderr and
 //     whatever its Cmd passes explicitly (SPEC §9.2); Go's own descriptors
 //     are close-on-exec already, inherited ones are not.
+//   - [New] has execd make, while there is room, the OS threads it will
+//     want where it shares a budget of tasks with its commands
+//     (RLIMIT_NPROC, pids.max), and Start names that budget when the
+//     kernel refuses a new process (see package budget).
 //   - [Reaper.Shutdown] signals every tracked group and every adopted
 //     orphan, SIGTERM first and SIGKILL after a grace period, until no
 //     descendant is left.
@@ -44,6 +48,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/execd/execd/internal/budget"
 )
 
 // ErrClosed is returned by Start once Shutdown has begun.
@@ -69,6 +75,7 @@ type Reaper struct {
 	adopts   bool         // orphans are re-parented to this process (Linux)
 	cg       *cgroup      // the cgroup every command starts in, or nil
 	cgErr    error        // why there is none
+	budget   budget.Kept  // the task budgets shared with commands, and execd's threads
 	guard    int          // the cgroup guard's pid: not a command, never signalled
 	children func() []int // lists this process's children
 
@@ -110,6 +117,7 @@ func newReaper(cg *cgroup, cgErr error) *Reaper {
 	}
 	closeInheritedOnExec()
 	r := &Reaper{
+		budget:   budget.Keep(),
 		adopts:   becomeSubreaper() == nil,
 		cg:       cg,
 		cgErr:    cgErr,
@@ -142,6 +150,10 @@ func (r *Reaper) Containment() string {
 	}
 }
 
+// Budget says which budgets of tasks execd shares with its commands and
+// how it keeps threads for itself (SPEC §3.2), for logs and doctor.
+func (r *Reaper) Budget() string { return r.budget.String() }
+
 // Adopts reports whether orphaned descendants are re-parented to this
 // process and therefore found by Shutdown.
 func (r *Reaper) Adopts() bool { return r.adopts }
@@ -166,10 +178,17 @@ func (r *Reaper) Start(cmd *exec.Cmd) error {
 		return ErrClosed
 	}
 	r.cg.place(cmd)
-	if err := cmd.Start(); err != nil {
+	release, err := r.budget.Admit()
+	if err != nil {
 		return err
 	}
+	err = cmd.Start()
+	release()
+	if err != nil {
+		return budget.Explain(err)
+	}
 	pid := cmd.Process.Pid
+	_ = r.budget.Cap(pid) // fails only if the command is gone already
 	r.mu.Lock()
 	r.direct[pid] = cmd
 	r.groups[pid] = cmd
