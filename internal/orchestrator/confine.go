@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -159,10 +160,26 @@ func (o *Orchestrator) WritableRootOf(p string) string {
 // helper has exec'd it). On error nothing runs and nothing is left to
 // wait for. Errors: a *sandbox.SetupError, or the reaper's.
 func (o *Orchestrator) start(cmd *exec.Cmd, sandboxed bool) error {
+	_, err := o.startWith(cmd, sandboxed, nil)
+	return err
+}
+
+// terminalInside reports whether a sandboxed session's terminal is made
+// inside the sandbox, in its own devpts (SPEC §8.3): where the sandbox
+// runs in namespaces.
+func (o *Orchestrator) terminalInside(sandboxed bool) bool {
+	return sandboxed && o.Sandboxed() && o.support.UserNS
+}
+
+// startWith is start; with term (only where terminalInside) the helper
+// makes the command's terminal of that size and startWith returns its
+// master.
+func (o *Orchestrator) startWith(cmd *exec.Cmd, sandboxed bool, term *sandbox.Terminal) (*os.File, error) {
 	if !sandboxed || !o.Sandboxed() {
-		return o.reaper.Start(cmd)
+		return nil, o.reaper.Start(cmd)
 	}
 	policy := sandbox.Policy{
+		Terminal:       term,
 		Mode:           o.sandbox.Mode,
 		Network:        o.sandbox.NetworkAccess,
 		UnixSockets:    o.sandbox.NetworkAccess && o.sandbox.AllowUnixSockets,
@@ -174,7 +191,7 @@ func (o *Orchestrator) start(cmd *exec.Cmd, sandboxed bool) error {
 	program, args, dir := cmd.Path, cmd.Args, cmd.Dir
 	launch, err := sandbox.Wrap(cmd, policy, o.support)
 	if err != nil {
-		return &sandbox.SetupError{Stage: "prepare", Err: err}
+		return nil, &sandbox.SetupError{Stage: "prepare", Err: err}
 	}
 	err = o.reaper.Start(cmd)
 	launch.Started(err)
@@ -183,7 +200,7 @@ func (o *Orchestrator) start(cmd *exec.Cmd, sandboxed bool) error {
 	cmd.Path, cmd.Args, cmd.Dir = program, args, dir
 	switch {
 	case errors.Is(err, reaper.ErrClosed):
-		return err
+		return nil, err
 	case err != nil:
 		// The program started is the helper, this binary: its start
 		// failing is the sandbox's problem (namespaces refused since the
@@ -192,14 +209,21 @@ func (o *Orchestrator) start(cmd *exec.Cmd, sandboxed bool) error {
 		if errors.As(err, &pe) {
 			err = pe.Err
 		}
-		return &sandbox.SetupError{Stage: "start", Err: fmt.Errorf("start the sandbox helper for %s: %w", program, err)}
+		return nil, &sandbox.SetupError{Stage: "start", Err: fmt.Errorf("start the sandbox helper for %s: %w", program, err)}
 	}
-	if err := launch.Await(helperTimeout); err != nil {
+	err = launch.Await(helperTimeout)
+	var master *os.File
+	if err == nil && term != nil {
+		if master, err = launch.Terminal(); err != nil {
+			err = &sandbox.SetupError{Stage: "terminal", Err: err}
+		}
+	}
+	if err != nil {
 		_ = o.reaper.Signal(cmd, syscall.SIGKILL)
 		_ = o.reaper.Wait(cmd)
-		return err
+		return nil, err
 	}
-	return nil
+	return master, nil
 }
 
 // startError maps a failed start to what callers see.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/execd/execd/internal/procstore"
 	"github.com/execd/execd/internal/ptyio"
+	"github.com/execd/execd/internal/sandbox"
 )
 
 // Session tuning (SPEC §4.3, §4.4, §5.1).
@@ -329,6 +330,39 @@ func (s *session) exitsWithin(d time.Duration) bool {
 	}
 }
 
+// startTerminal starts cmd on a new terminal: made inside the sandbox,
+// in its own devpts, where the sandbox runs in namespaces (so no other
+// terminal of the user's is in reach, SPEC §8.3), else here.
+func (o *Orchestrator) startTerminal(cmd *exec.Cmd, sandboxed bool) (*ptyio.Pty, error) {
+	if o.terminalInside(sandboxed) {
+		size := ptyio.DefaultSize
+		cmd.SysProcAttr.Setsid = true
+		master, err := o.startWith(cmd, sandboxed, &sandbox.Terminal{Rows: size.Rows, Cols: size.Cols})
+		if err != nil {
+			return nil, o.startError(cmd, err)
+		}
+		p, err := ptyio.FromMaster(master)
+		if err != nil {
+			_ = o.reaper.Signal(cmd, syscall.SIGKILL)
+			_ = o.reaper.Wait(cmd)
+			return nil, &SpawnError{Program: cmd.Path, Err: err}
+		}
+		return p, nil
+	}
+	p, err := ptyio.Open(ptyio.DefaultSize)
+	if err != nil {
+		return nil, &SpawnError{Program: cmd.Path, Err: err}
+	}
+	p.Attach(cmd)
+	err = o.start(cmd, sandboxed)
+	p.Started()
+	if err != nil {
+		p.Close()
+		return nil, o.startError(cmd, err)
+	}
+	return p, nil
+}
+
 // spawnSession starts cmd on a terminal or a merged pipe and starts its
 // pump and waiter, which the orchestrator joins in Close.
 func (o *Orchestrator) spawnSession(cmd *exec.Cmd, req SessionRequest, c call, sandboxed bool) (*session, error) {
@@ -338,17 +372,10 @@ func (o *Orchestrator) spawnSession(cmd *exec.Cmd, req SessionRequest, c call, s
 		turn: make(chan struct{}, 1), preempt: make(chan struct{}, 1)}
 	s.turn <- struct{}{}
 	if req.TTY {
-		p, err := ptyio.Open(ptyio.DefaultSize)
-		if err != nil {
-			return nil, &SpawnError{Program: cmd.Path, Err: err}
-		}
-		p.Attach(cmd)
 		s.started = time.Now()
-		err = o.start(cmd, sandboxed)
-		p.Started()
+		p, err := o.startTerminal(cmd, sandboxed)
 		if err != nil {
-			p.Close()
-			return nil, o.startError(cmd, err)
+			return nil, err
 		}
 		s.pty = p
 	} else {

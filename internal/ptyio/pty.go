@@ -56,24 +56,47 @@ func Open(size Size) (*Pty, error) {
 		tty.Close()
 		return nil, fmt.Errorf("size pty: %w", err)
 	}
+	p, err := fromMaster(ptmx, tty)
+	if err != nil {
+		tty.Close()
+		return nil, err
+	}
+	p.tty = tty
+	return p, nil
+}
+
+// FromMaster takes the master of a terminal made elsewhere (by the
+// sandbox helper, in the sandbox's own devpts) and already given to its
+// command: there is nothing to Attach. It closes master.
+func FromMaster(master *os.File) (*Pty, error) {
+	tty, err := peer(master)
+	if err != nil {
+		master.Close()
+		return nil, fmt.Errorf("pty: %w", err)
+	}
+	defer tty.Close()
+	return fromMaster(master, tty)
+}
+
+// fromMaster makes the Pty of master, which it closes, and of the
+// terminal tty, which it only reads the device number of.
+func fromMaster(master, tty *os.File) (*Pty, error) {
 	// A fresh non-blocking descriptor becomes a pollable *os.File; the one
 	// creack/pty made was opened blocking.
-	fd, err := unix.FcntlInt(ptmx.Fd(), unix.F_DUPFD_CLOEXEC, 0)
-	ptmx.Close()
+	fd, err := unix.FcntlInt(master.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	master.Close()
 	if err == nil {
 		err = unix.SetNonblock(fd, true)
 	}
 	if err != nil {
-		tty.Close()
 		return nil, fmt.Errorf("pty master: %w", err)
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(int(tty.Fd()), &st); err != nil {
 		unix.Close(fd)
-		tty.Close()
 		return nil, fmt.Errorf("stat pty: %w", err)
 	}
-	return &Pty{master: os.NewFile(uintptr(fd), "/dev/ptmx"), tty: tty, ttyDev: uint64(st.Rdev),
+	return &Pty{master: os.NewFile(uintptr(fd), "/dev/ptmx"), ttyDev: uint64(st.Rdev),
 		childFiles: haveChildFiles()}, nil
 }
 

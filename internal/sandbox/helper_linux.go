@@ -66,6 +66,14 @@ func runHelper() (string, error) {
 		if roots, err = isolateMounts(p, roots); err != nil {
 			return "mount", err
 		}
+		if err := privateTerminals(); err != nil {
+			return "terminals", err
+		}
+	}
+	if p.Terminal != nil {
+		if err := openTerminal(p.Terminal); err != nil {
+			return "terminal", err
+		}
 	}
 	if err := os.Chdir(p.Dir); err != nil {
 		return "chdir", err

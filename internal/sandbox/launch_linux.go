@@ -18,6 +18,8 @@ type Launch struct {
 	policy  *os.File // the memfd holding the policy (the child reads its copy)
 	status  *os.File // read end of the status pipe
 	statusW *os.File
+	term    *os.File // our end of the terminal socket (Policy.Terminal), or nil
+	termW   *os.File // the helper's end
 }
 
 // Wrap turns cmd (its Path, Args, Env and Dir, its stdio and SysProcAttr
@@ -47,6 +49,17 @@ func Wrap(cmd *exec.Cmd, p Policy, sup Support) (*Launch, error) {
 		policy.Close()
 		return nil, fmt.Errorf("status pipe: %w", err)
 	}
+	l := &Launch{policy: policy, status: r, statusW: w}
+	if p.Terminal != nil {
+		if !p.Namespaces {
+			l.Started(errors.New("not started"))
+			return nil, errors.New("a terminal of the sandbox's own needs user namespaces")
+		}
+		if l.term, l.termW, err = terminalSocket(); err != nil {
+			l.Started(err)
+			return nil, err
+		}
+	}
 	cmd.Path = "/proc/self/exe" // this binary, even if replaced on disk since
 	cmd.Args = []string{"execd-sandbox", HelperArg}
 	cmd.Env = []string{} // the command's environment is in the policy
@@ -55,10 +68,16 @@ func Wrap(cmd *exec.Cmd, p Policy, sup Support) (*Launch, error) {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
+	if l.termW != nil {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, l.termW)  // fd 5, terminalFD
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, nil, nil // /dev/null until the helper's terminal
+		cmd.SysProcAttr.Setsid = true                     // so that the terminal can become its controlling one
+		cmd.SysProcAttr.Setctty = false
+	}
 	if p.Namespaces {
 		addNamespaces(cmd.SysProcAttr, p.Network)
 	}
-	return &Launch{policy: policy, status: r, statusW: w}, nil
+	return l, nil
 }
 
 // policyFile writes the policy into an anonymous memory file, which any
@@ -90,9 +109,25 @@ func policyFile(p *Policy) (*os.File, error) {
 func (l *Launch) Started(err error) {
 	_ = l.policy.Close()
 	_ = l.statusW.Close()
+	if l.termW != nil {
+		_ = l.termW.Close()
+	}
 	if err != nil {
 		_ = l.status.Close()
+		if l.term != nil {
+			_ = l.term.Close()
+		}
 	}
+}
+
+// Terminal returns the master of the terminal the helper made
+// (Policy.Terminal); call it once Await returned nil. The caller owns it.
+func (l *Launch) Terminal() (*os.File, error) {
+	if l.term == nil {
+		return nil, errors.New("no terminal was asked for")
+	}
+	defer l.term.Close()
+	return receiveTerminal(l.term, time.Second)
 }
 
 // Await waits until the helper has exec'd the command (nil) or reported

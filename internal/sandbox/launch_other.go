@@ -4,6 +4,7 @@ package sandbox
 
 import (
 	"errors"
+	"os"
 	"os/exec"
 	"runtime"
 	"time"
@@ -31,3 +32,6 @@ func HelperMain() int { return 125 }
 
 // probeMain has nothing to probe here.
 func probeMain() int { return 0 }
+
+// Terminal is Linux's: Policy.Terminal is never set here.
+func (*Launch) Terminal() (*os.File, error) { return nil, errors.ErrUnsupported }

@@ -45,11 +45,21 @@ type Policy struct {
 	// (and a network namespace when Network is false), where it makes
 	// every mount read-only but the roots and their protected paths.
 	Namespaces bool `json:"namespaces"`
+	// Terminal: the helper makes the command's terminal, of this size,
+	// in the sandbox's own devpts (with Namespaces) and sends its master
+	// to execd ([Launch.Terminal]); nil leaves stdio as it came.
+	Terminal *Terminal `json:"terminal,omitempty"`
 
 	Path string   `json:"path"` // the program, resolved
 	Argv []string `json:"argv"`
 	Dir  string   `json:"dir"`
 	Env  []string `json:"env"`
+}
+
+// Terminal is the size of a terminal the helper makes.
+type Terminal struct {
+	Rows uint16 `json:"rows"`
+	Cols uint16 `json:"cols"`
 }
 
 // Root is a writable root and the directory it was when execd started.

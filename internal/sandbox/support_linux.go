@@ -64,6 +64,9 @@ func probeMain() int {
 			err = pin(fd)
 		}
 	}
+	if err == nil {
+		err = privateTerminals()
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "mounting in a user namespace fails: %v\n", err)
 		return 1
