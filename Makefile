@@ -19,7 +19,7 @@ FUZZ_TARGETS := ./internal/rpc:FuzzDecode:40000 ./internal/tools:FuzzArgs:300000
 	./internal/patch:FuzzApply:60000 ./internal/gitrepo:FuzzConfig:200000 ./internal/gitrepo:FuzzGitlinks:200000 \
 	./internal/orchestrator:FuzzStartupRefs:100000 ./internal/procfs:FuzzCgroupLines:300000
 
-.PHONY: all build test check fmt-check vet lint unit integration fuzz cross bench clean test-deps
+.PHONY: all build test check fmt-check vet lint unit integration fuzz cross bench soak clean test-deps
 
 all: build
 
@@ -75,6 +75,11 @@ fuzz:
 		echo "fuzz $$name ($$pkg) for $$budget"; \
 		$(GO) test -run='^$$' -fuzz="^$$name\$$" -fuzztime=$$budget -fuzzminimizetime=500x $$pkg; \
 	done
+
+## soak: 10 minutes of mixed calls at 16 in flight beside a fork loop, with
+## a slow stderr; fails on a lost reply, a leak or a leftover (test/soak).
+soak: build
+	$(GO) run ./test/soak -execd bin/execd -duration $${SOAK_DURATION:-10m}
 
 ## bench: performance numbers against in-run baselines (see test/bench).
 bench:
