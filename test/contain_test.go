@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -113,5 +115,50 @@ func TestForkRacerGoneAfterEOF(t *testing.T) {
 		cancel()
 		_ = cs.Close() // closes execd's stdin and waits for its exit (connect checks how)
 		proctest.Gone(t, marker, time.Second)
+	})
+}
+
+// SIGKILL of an execd that runs another execd leaves no cgroup behind:
+// the guard removes the nested execd's cgroup before its own (SPEC §3.2).
+func TestSIGKILLRemovesNestedCgroups(t *testing.T) {
+	asEachUser(t, func(t *testing.T, h *sandboxHost) {
+		c := containmentOf(h)
+		if !strings.Contains(c, "cgroup.kill") {
+			t.Skipf("no cgroup containment on this host for this user: %q", c)
+		}
+		outer := strings.Fields(strings.TrimPrefix(c, "containment:"))[1] // "cgroup PATH: ..."
+		parent := filepath.Dir(strings.TrimSuffix(outer, ":"))
+		cs, execd := killedServe(t, h, fullAccess)
+		// The nested execd waits for MCP on a pipe that a sleep holds
+		// open: nothing tells it that the outer one died before the
+		// guard's cgroup.kill kills both (a terminal would: it would shut
+		// down and remove its cgroup itself).
+		nested := "sleep 1000 | " + h.bin + " serve --config " + h.path("config.toml") + " --cwd " + h.work
+		start(t, cs, map[string]any{"cmd": nested, "yield_time_ms": 1500})
+		mine := func() []string {
+			m, _ := filepath.Glob(filepath.Join(parent, "execd-"+strconv.Itoa(execd.Pid)+"-*", "execd-*"))
+			return m
+		}
+		deadline := time.Now().Add(waitLimit)
+		for len(mine()) == 0 && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if len(mine()) == 0 {
+			t.Fatal("the nested execd made no cgroup inside the outer one")
+		}
+		if err := execd.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		deadline = time.Now().Add(2 * time.Second)
+		left := func() []string {
+			m, _ := filepath.Glob(filepath.Join(parent, "execd-"+strconv.Itoa(execd.Pid)+"-*"))
+			return m
+		}
+		for len(left()) > 0 && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if l := left(); len(l) > 0 {
+			t.Errorf("left behind 2 s after SIGKILL: %v", l)
+		}
 	})
 }

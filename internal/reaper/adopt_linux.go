@@ -112,47 +112,73 @@ const (
 	maxChaseRounds  = 10000
 )
 
-// freeze stops (SIGSTOP) every descendant of this process but the guard
-// and returns them; the caller kills them (SIGKILL ends a stopped
-// process). A stopped process cannot fork (a fork interrupted by the
-// signal is restarted after it), so once every live descendant is stopped
-// none can appear. A process that forks a new session and exits faster
-// than one scan of /proc reads it is caught by the chase: between scans,
-// the pids allocated since (ns_last_pid) are read as they appear, and a
-// child of this process (an orphan, re-parented to the subreaper) or of a
-// stopped one is stopped at once — a read of one pid costs less than a
-// fork, so the chase keeps up with any fork loop.
-func (r *Reaper) freeze() []int {
-	f := freezer{self: os.Getpid(), skip: r.guard, stopped: map[int]bool{}}
+// freezeAndKill stops (SIGSTOP) every descendant of this process but the
+// guard, then kills them all (SIGKILL ends a stopped process), and
+// returns how many it killed. A stopped process cannot fork (a fork
+// interrupted by the signal is restarted after it), so once every live
+// descendant is stopped none can appear. A process that forks a new
+// session and exits faster than one scan of /proc reads it is caught by
+// the chase: between scans, the pids allocated since (ns_last_pid) are
+// read as they appear, and a child of this process (an orphan,
+// re-parented to the subreaper) or of a stopped one is stopped at once —
+// a read of one pid costs less than a fork, so the chase keeps up with
+// any fork loop. Each process is held by a pidfd from the moment it is
+// found to be a descendant, so a pid reused meanwhile is never signalled.
+func (r *Reaper) freezeAndKill() int {
+	f := freezer{self: os.Getpid(), skip: r.guard, stopped: map[int]int{}}
 	for range maxFreezePasses {
 		last := lastPID()
 		found := false
-		for _, pid := range descendants(f.self, f.skip) {
-			found = f.stop(pid) || found
+		for _, d := range descendants(f.self, f.skip) {
+			found = f.stop(d.pid, d.parent) || found
 		}
 		if f.chase(last) || found {
 			continue
 		}
 		break
 	}
-	return f.all
+	for pid, fd := range f.stopped {
+		if fd < 0 {
+			_ = unix.Kill(pid, unix.SIGKILL) // no pidfds (Linux < 5.3)
+			continue
+		}
+		_ = unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
+		_ = unix.Close(fd)
+	}
+	return len(f.stopped)
 }
 
 // freezer is the state of one freeze.
 type freezer struct {
 	self, skip int
-	stopped    map[int]bool
-	all        []int
+	stopped    map[int]int // pid → its pidfd (-1 where there are none)
 }
 
-// stop stops pid unless it is stopped already, and reports whether it
-// stopped it now.
-func (f *freezer) stop(pid int) bool {
-	if f.stopped[pid] || pid == f.skip || unix.Kill(pid, unix.SIGSTOP) != nil {
+// stop stops pid, found to be a child of parent, unless it is stopped
+// already, and reports whether it stopped it now. It takes a pidfd first
+// and checks the parent again through it: if the pid was reused since it
+// was read, the process the pidfd holds has another parent.
+func (f *freezer) stop(pid, parent int) bool {
+	if _, ok := f.stopped[pid]; ok || pid == f.skip {
 		return false
 	}
-	f.stopped[pid] = true
-	f.all = append(f.all, pid)
+	fd, err := unix.PidfdOpen(pid, 0)
+	if errors.Is(err, unix.ENOSYS) {
+		if unix.Kill(pid, unix.SIGSTOP) != nil {
+			return false
+		}
+		f.stopped[pid] = -1
+		return true
+	}
+	if err != nil {
+		return false // gone
+	}
+	st, err := procfs.ReadStat(pid)
+	if err != nil || st.PPID != parent || st.Zombie() || unix.PidfdSendSignal(fd, unix.SIGSTOP, nil, 0) != nil {
+		_ = unix.Close(fd)
+		return false
+	}
+	f.stopped[pid] = fd
 	return true
 }
 
@@ -169,8 +195,11 @@ func (f *freezer) chase(from int) bool {
 		}
 		for pid := from + 1; pid <= to; pid++ {
 			st, err := procfs.ReadStat(pid)
-			if err == nil && !st.Zombie() && (st.PPID == f.self || f.stopped[st.PPID]) {
-				found = f.stop(pid) || found
+			if err != nil || st.Zombie() {
+				continue
+			}
+			if _, ok := f.stopped[st.PPID]; ok || st.PPID == f.self {
+				found = f.stop(pid, st.PPID) || found
 			}
 		}
 		from = to
@@ -189,23 +218,26 @@ func lastPID() int {
 	return n
 }
 
-// descendants lists the live descendants of root, leaving out the subtree
-// of skip, from one scan of /proc.
-func descendants(root, skip int) []int {
+// descendant is a process found below root, and its parent.
+type descendant struct{ pid, parent int }
+
+// descendants lists the live descendants of root, parents before their
+// children, leaving out the subtree of skip, from one scan of /proc.
+func descendants(root, skip int) []descendant {
 	kids := map[int][]int{}
 	_ = procfs.Each(func(pid int, s procfs.Stat) {
 		if !s.Zombie() {
 			kids[s.PPID] = append(kids[s.PPID], pid)
 		}
 	})
-	var out []int
+	var out []descendant
 	queue := []int{root}
 	for len(queue) > 0 {
 		p := queue[0]
 		queue = queue[1:]
 		for _, k := range kids[p] {
 			if k != skip {
-				out = append(out, k)
+				out = append(out, descendant{k, p})
 				queue = append(queue, k)
 			}
 		}

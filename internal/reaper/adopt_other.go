@@ -27,4 +27,4 @@ func childLister() func() []int { return func() []int { return nil } }
 
 func reapOrphan(int) bool { return true }
 
-func (r *Reaper) freeze() []int { return nil }
+func (r *Reaper) freezeAndKill() int { return 0 }

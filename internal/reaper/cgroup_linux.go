@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -46,9 +47,10 @@ func newCgroup() (*cgroup, error) {
 	if _, _, errno := unix.Syscall(unix.SYS_CLONE3, 0, 0, 0); errno == unix.ENOSYS {
 		return nil, errors.New("clone3 is unavailable (kernel or seccomp filter)")
 	}
-	removeStale(parent)
-	path := filepath.Join(parent, "execd-"+strconv.Itoa(os.Getpid()))
-	if err := os.Mkdir(path, 0o755); err != nil {
+	ns := pidNamespace()
+	removeStale(parent, ns)
+	path, err := mkdirUnique(filepath.Join(parent, cgroupName(os.Getpid(), ns)))
+	if err != nil {
 		return nil, err
 	}
 	if _, err := os.Stat(filepath.Join(path, "cgroup.kill")); err != nil { // the root cgroup has none
@@ -69,22 +71,92 @@ func newCgroup() (*cgroup, error) {
 	return cg, nil
 }
 
-// removeStale removes the empty cgroups that execds which are gone left
-// beside ours (a guard killed before it could). It only removes: one that
-// still holds processes may belong to an execd in another PID namespace.
-func removeStale(parent string) {
+// cgroupName is the name of the cgroup of execd pid in the PID namespace
+// ns: execd-PID-NS. The namespace tells an execd's stale cgroup from the
+// live one of an execd elsewhere that has the same pid.
+func cgroupName(pid int, ns uint64) string {
+	return "execd-" + strconv.Itoa(pid) + "-" + strconv.FormatUint(ns, 10)
+}
+
+// parseCgroupName returns the pid and PID namespace of a cgroupName,
+// with or without mkdirUnique's suffix (ns is 0 in the names of older
+// execds, execd-PID).
+func parseCgroupName(name string) (pid int, ns uint64, ok bool) {
+	rest, ok := strings.CutPrefix(name, "execd-")
+	if !ok {
+		return 0, 0, false
+	}
+	rest, _, _ = strings.Cut(rest, ".")
+	p, n, hasNS := strings.Cut(rest, "-")
+	pid, err := strconv.Atoi(p)
+	if err != nil || pid <= 0 {
+		return 0, 0, false
+	}
+	if hasNS {
+		if ns, err = strconv.ParseUint(n, 10, 64); err != nil {
+			return 0, 0, false
+		}
+	}
+	return pid, ns, true
+}
+
+// pidNamespace returns the inode of this process's PID namespace, or 0.
+func pidNamespace() uint64 {
+	var st unix.Stat_t
+	if unix.Stat("/proc/self/ns/pid", &st) != nil {
+		return 0
+	}
+	return st.Ino
+}
+
+// mkdirUnique creates path, or path.1, path.2, ... where it exists (an
+// execd elsewhere whose cgroup has the same name, a stale one that
+// still holds processes).
+func mkdirUnique(path string) (string, error) {
+	name := path
+	for i := 1; ; i++ {
+		err := os.Mkdir(name, 0o755)
+		if err == nil || !errors.Is(err, os.ErrExist) || i > 16 {
+			return name, err
+		}
+		name = path + "." + strconv.Itoa(i)
+	}
+}
+
+// removeStale removes the cgroups, and the cgroups inside them (an execd
+// started by a command of another execd), that execds of this PID
+// namespace which are gone left beside ours (a guard killed before it
+// could). It only removes: a cgroup that still holds processes cannot be
+// removed; and it leaves alone those of other PID namespaces, whose
+// pids mean nothing here.
+func removeStale(parent string, ns uint64) {
 	entries, err := os.ReadDir(parent)
 	if err != nil {
 		return
 	}
 	for _, e := range entries {
-		n, ok := strings.CutPrefix(e.Name(), "execd-")
-		pid, err := strconv.Atoi(n)
-		if !ok || err != nil || !e.IsDir() || unix.Kill(pid, 0) != unix.ESRCH {
+		pid, theirs, ok := parseCgroupName(e.Name())
+		if !ok || !e.IsDir() || theirs != 0 && theirs != ns || unix.Kill(pid, 0) != unix.ESRCH {
 			continue
 		}
-		_ = os.Remove(filepath.Join(parent, e.Name())) // EBUSY while populated
+		_ = removeTree(filepath.Join(parent, e.Name())) // EBUSY while populated
 	}
+}
+
+// removeTree removes the cgroup dir and the cgroups below it, deepest
+// first (a cgroup with children cannot be removed).
+func removeTree(dir string) error {
+	var dirs []string
+	_ = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			dirs = append(dirs, path)
+		}
+		return nil
+	})
+	for _, d := range slices.Backward(dirs) {
+		_ = os.Remove(d)
+	}
+	return os.Remove(dir)
 }
 
 // guardScript is the guard: it waits for EOF on fd 3 (data written to
@@ -92,7 +164,8 @@ func removeStale(parent string) {
 // other end only execd holds, so that the kernel ends it when execd dies,
 // however it dies; then it kills everything in the cgroup ($1), waits
 // (up to about 5 s: a process in D state takes a moment to die) until
-// the cgroup is empty and removes it. Signals meant for execd's terminal
+// the cgroup is empty and removes it, with the cgroups an execd started
+// inside made, deepest first. Signals meant for execd's terminal
 // or host do not end it early. A shell, not execd re-executed: it starts
 // in a few milliseconds where a Go binary takes tens.
 const guardScript = `trap '' INT TERM HUP QUIT PIPE
@@ -100,7 +173,8 @@ cat <&3 >/dev/null
 i=0
 while [ -d "$1" ] && [ "$i" -lt 500 ]; do
 	echo 1 >"$1/cgroup.kill"
-	rmdir "$1" && exit 0
+	find "$1" -depth -type d -exec rmdir {} + 2>/dev/null
+	[ -d "$1" ] || exit 0
 	sleep 0.01
 	i=$((i + 1))
 done
@@ -156,7 +230,7 @@ func (cg *cgroup) populated() bool {
 func (cg *cgroup) close() {
 	for range 200 { // 2 s
 		_ = cg.kill()
-		if err := os.Remove(cg.path); err == nil || errors.Is(err, os.ErrNotExist) {
+		if err := removeTree(cg.path); err == nil || errors.Is(err, os.ErrNotExist) {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)

@@ -329,10 +329,7 @@ func (r *Reaper) signalAll(sig unix.Signal, sent map[int]bool) (alive bool) {
 			_ = r.cg.kill()
 			alive = alive || r.cg.populated()
 		} else {
-			for _, pid := range r.freeze() {
-				alive = true
-				send(pid)
-			}
+			alive = r.freezeAndKill() > 0 || alive
 		}
 	}
 	for _, pid := range children {

@@ -468,16 +468,49 @@ func TestStaleCgroupsAreRemoved(t *testing.T) {
 	if err := dead.Run(); err != nil {
 		t.Fatal(err)
 	}
-	stale := filepath.Join(parent, "execd-"+strconv.Itoa(dead.Process.Pid))
-	if err := os.Mkdir(stale, 0o755); err != nil {
-		t.Fatal(err)
+	ns := pidNamespace()
+	stale := filepath.Join(parent, cgroupName(dead.Process.Pid, ns))
+	nested := filepath.Join(stale, cgroupName(dead.Process.Pid+1, ns), "deeper") // a nested execd's
+	elsewhere := filepath.Join(parent, cgroupName(dead.Process.Pid, ns+1))       // another PID namespace's
+	for _, d := range []string{nested, elsewhere} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
-	defer os.Remove(stale)
-	removeStale(parent)
+	defer removeTree(stale)
+	defer removeTree(elsewhere)
+	removeStale(parent, ns)
 	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("%s left behind: %v", stale, err)
 	}
+	if _, err := os.Stat(elsewhere); err != nil {
+		t.Errorf("the cgroup of another PID namespace was removed: %v", err)
+	}
 	if _, err := os.Stat(testReaper.cg.path); err != nil {
 		t.Errorf("the live cgroup was removed: %v", err)
+	}
+}
+
+func TestCgroupNames(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		pid  int
+		ns   uint64
+		ok   bool
+	}{
+		{"execd-12-4026531836", 12, 4026531836, true},
+		{"execd-12-4026531836.3", 12, 4026531836, true},
+		{"execd-12", 12, 0, true},
+		{"execd-x-1", 0, 0, false},
+		{"execd--1", 0, 0, false},
+		{"other", 0, 0, false},
+	} {
+		pid, ns, ok := parseCgroupName(c.name)
+		if pid != c.pid || ns != c.ns || ok != c.ok {
+			t.Errorf("%q: %d %d %v", c.name, pid, ns, ok)
+		}
+	}
+	if name := cgroupName(12, 7); name != "execd-12-7" {
+		t.Errorf("cgroupName = %q", name)
 	}
 }
