@@ -13,19 +13,19 @@ const module = "github.com/execd/execd"
 // may depend on (STYLE §1: leaves import nothing of ours; interfaces
 // belong to the consumer). The reason for each row is in its comment.
 var allowedInternal = map[string][]string{
-	"rpc":       nil,                   // JSON-RPC framing knows nothing of tools or processes
-	"procfs":    nil,                   // reads /proc for the leaves below
-	"budget":    {"procfs"},            // the task budget execd shares with its commands
-	"reaper":    {"procfs", "budget"},  // owns processes, takes no logger
-	"fspath":    nil,                   // resolves paths as the kernel does; opens files others may have placed
-	"gitrepo":   {"fspath"},            // how git finds repositories and reads configuration (never blocking on a FIFO)
-	"sandbox":   {"fspath", "gitrepo"}, // restrictions and platform facts
-	"procstore": nil,                   // the session table and output buffers
-	"policy":    nil,                   // what commands stand for and which may run unasked
-	"audit":     nil,                   // appends the audit trail
-	"patch":     {"fspath"},            // parses and applies patches; knows no approvals
-	"ptyio":     {"procfs"},            // terminals, and whether one waits for input
-	"proctest":  {"procfs"},            // test helper: finds processes by marker
+	"rpc":       nil,                             // JSON-RPC framing knows nothing of tools or processes
+	"procfs":    nil,                             // reads /proc for the leaves below
+	"budget":    {"procfs"},                      // the task budget execd shares with its commands
+	"reaper":    {"procfs", "budget"},            // owns processes, takes no logger
+	"fspath":    nil,                             // resolves paths as the kernel does; opens files others may have placed
+	"gitrepo":   {"fspath"},                      // how git finds repositories and reads configuration (never blocking on a FIFO)
+	"sandbox":   {"fspath", "gitrepo", "procfs"}, // restrictions and platform facts
+	"procstore": nil,                             // the session table and output buffers
+	"policy":    nil,                             // what commands stand for and which may run unasked
+	"audit":     nil,                             // appends the audit trail
+	"patch":     {"fspath"},                      // parses and applies patches; knows no approvals
+	"ptyio":     {"procfs"},                      // terminals, and whether one waits for input
+	"proctest":  {"procfs"},                      // test helper: finds processes by marker
 	// test helper: runs a test binary under the process's one Reaper
 	"reaper/reapertest": {"reaper"},
 	// orchestrator runs commands through the leaves, deciding with policy

@@ -136,20 +136,21 @@ var admitting sync.Mutex
 // process would take one of the tasks execd keeps for its own threads
 // (k.Headroom) of a budget; then it returns a *LimitError. Call release
 // once the process is created (or not). It costs a read of pids.current
-// per pids.max, and for RLIMIT_NPROC a read of /proc/loadavg where the
-// system's tasks are far fewer than the limit, else a scan of /proc. Near
-// a limit, starts are serialized.
+// per pids.max and, for RLIMIT_NPROC, of /proc/loadavg; only where the
+// system as a whole runs as many tasks as the user may, a scan of /proc.
+// Near a limit, starts are serialized.
 func (k Kept) Admit() (release func(), err error) {
 	if len(k.Limits) == 0 {
 		return func() {}, nil
 	}
-	tight := func(l Limit) bool { return l.Used >= l.Max-int64(k.Headroom) }
-	if !slices.ContainsFunc(k.Limits, func(l Limit) bool { return tight(reread(l, true)) }) {
+	bound := func(l Limit) int64 { return l.Max - int64(k.Headroom) }
+	tight := func(l Limit) bool { return l.Used >= bound(l) }
+	if !slices.ContainsFunc(k.Limits, func(l Limit) bool { return tight(reread(l, bound(l))) }) {
 		return func() {}, nil
 	}
 	admitting.Lock()
 	for _, l := range k.Limits {
-		if l = reread(l, false); tight(l) {
+		if l = reread(l, 0); tight(l) {
 			admitting.Unlock()
 			return nil, &LimitError{Limit: l, Headroom: k.Headroom, Err: syscall.EAGAIN}
 		}
@@ -157,8 +158,9 @@ func (k Kept) Admit() (release func(), err error) {
 	return admitting.Unlock, nil
 }
 
-// Cap gives the command pid, just started, the RLIMIT_NPROC of
-// k.Commands, soft and hard, where there is one. A command that forks
+// Cap gives the command pid, just started, the soft RLIMIT_NPROC of
+// k.Commands, where there is one; the hard limit stays, so that a script
+// may raise its own soft limit on purpose (a runaway does not). A command that forks
 // before that (within microseconds of its exec) keeps execd's limit in
 // that child; a runaway command is not that fast, a hostile one can only
 // take the threads Keep left to the runtime. In a sandbox's user

@@ -60,20 +60,16 @@ func nprocLimit() (*Limit, error) {
 		}
 	}
 	l := &Limit{Name: "RLIMIT_NPROC", Where: "uid " + strconv.Itoa(uid), Max: int64(rl.Cur)}
-	l.Used, l.AtMost = userTasks(uid, rl.Cur)
+	l.Used, l.AtMost = userTasks(uid, l.Max/2) // half the limit free is room enough for Keep
 	return l, nil
 }
 
-// reread returns l with Used read again: for RLIMIT_NPROC, with cheap,
-// the system's task count where it is far below the limit.
-func reread(l Limit, cheap bool) Limit {
+// reread returns l with Used read again: for RLIMIT_NPROC, the system's
+// task count (AtMost) where that is below bound, else the user's.
+func reread(l Limit, bound int64) Limit {
 	switch l.Name {
 	case "RLIMIT_NPROC":
-		limit := uint64(l.Max)
-		if !cheap {
-			limit = 0 // no shortcut
-		}
-		l.Used, l.AtMost = userTasks(os.Getuid(), limit)
+		l.Used, l.AtMost = userTasks(os.Getuid(), bound)
 	case "pids.max":
 		b, err := os.ReadFile(filepath.Join(l.Where, "pids.current"))
 		if err == nil {
@@ -91,11 +87,12 @@ func initialUserNS() bool {
 }
 
 // userTasks counts the tasks (threads included, as RLIMIT_NPROC counts)
-// whose real uid is uid. Where the system as a whole runs less than a
-// sixteenth of limit, it returns that total instead, as an upper bound
-// (atMost): a /proc scan saved on most starts.
-func userTasks(uid int, limit uint64) (n int64, atMost bool) {
-	if total := systemTasks(); total > 0 && uint64(total)*16 < limit {
+// whose real uid is uid. Where the system as a whole runs fewer than
+// bound, it returns that total instead, as an upper bound (atMost): the
+// user's count cannot matter then, and a scan of /proc (which costs
+// milliseconds per thousand processes) is saved.
+func userTasks(uid int, bound int64) (n int64, atMost bool) {
+	if total := systemTasks(); total > 0 && total < bound {
 		return total, true
 	}
 	pids, err := procfs.PIDs()
@@ -184,16 +181,15 @@ func threads() int {
 	return n
 }
 
-// capNproc lowers pid's RLIMIT_NPROC to n, soft and hard, where it is
-// above.
+// capNproc lowers pid's soft RLIMIT_NPROC to n where it is above.
 func capNproc(pid int, n uint64) error {
 	var old unix.Rlimit
 	if err := unix.Prlimit(pid, unix.RLIMIT_NPROC, nil, &old); err != nil {
 		return err
 	}
-	if old.Cur <= n && old.Max <= n {
+	if old.Cur <= n {
 		return nil
 	}
-	rl := unix.Rlimit{Cur: min(old.Cur, n), Max: min(old.Max, n)}
+	rl := unix.Rlimit{Cur: n, Max: old.Max}
 	return unix.Prlimit(pid, unix.RLIMIT_NPROC, &rl, nil)
 }

@@ -10,4 +10,4 @@ func threads() int { return 0 }
 
 func capNproc(int, uint64) error { return nil }
 
-func reread(l Limit, _ bool) Limit { return l }
+func reread(l Limit, _ int64) Limit { return l }

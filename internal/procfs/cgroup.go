@@ -85,19 +85,20 @@ func cgroupPath(text, controller string) (string, bool) {
 // hierarchy, and its root within the hierarchy and mount point.
 func cgroupMount(line, controller string) (root, mount string, ok bool) {
 	// ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER
-	pre, post, ok := strings.Cut(line, " - ")
-	fields, tail := strings.Fields(pre), strings.Fields(post)
-	if !ok || len(fields) < 5 || len(tail) < 1 {
+	m, ok := parseMount(line)
+	if !ok {
 		return "", "", false
 	}
+	_, post, _ := strings.Cut(line, " - ")
+	tail := strings.Fields(post)
 	switch {
-	case controller == "" && tail[0] == "cgroup2":
-	case controller != "" && tail[0] == "cgroup" && len(tail) >= 3 &&
+	case controller == "" && m.FSType == "cgroup2":
+	case controller != "" && m.FSType == "cgroup" && len(tail) >= 3 &&
 		slices.Contains(strings.Split(tail[2], ","), controller):
 	default:
 		return "", "", false
 	}
-	return unescapeMount(fields[3]), unescapeMount(fields[4]), true
+	return m.Root, m.Point, true
 }
 
 // unescapeMount undoes mountinfo's octal escapes (\040 for a space).
@@ -117,4 +118,39 @@ func unescapeMount(s string) string {
 		b.WriteByte(s[i])
 	}
 	return b.String()
+}
+
+// Mount is one line of /proc/PID/mountinfo, the fields execd uses.
+type Mount struct {
+	Dev    string // MAJ:MIN of the filesystem
+	Root   string // the part of the filesystem mounted
+	Point  string // where
+	FSType string
+}
+
+// Mounts returns this process's mounts (/proc/self/mountinfo), as its
+// mount namespace has them.
+func Mounts() ([]Mount, error) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	var out []Mount
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if m, ok := parseMount(line); ok {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+// parseMount parses a mountinfo line:
+// ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER.
+func parseMount(line string) (Mount, bool) {
+	pre, post, ok := strings.Cut(line, " - ")
+	fields, tail := strings.Fields(pre), strings.Fields(post)
+	if !ok || len(fields) < 5 || len(tail) < 1 {
+		return Mount{}, false
+	}
+	return Mount{Dev: fields[2], Root: unescapeMount(fields[3]), Point: unescapeMount(fields[4]), FSType: tail[0]}, true
 }

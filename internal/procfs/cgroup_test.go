@@ -41,6 +41,7 @@ func FuzzCgroupLines(f *testing.F) {
 		for _, c := range []string{"", "pids"} {
 			_, _ = cgroupPath(cgroup, c)
 			_, _, _ = cgroupMount(mountinfo, c)
+			_, _ = parseMount(mountinfo)
 		}
 	})
 }

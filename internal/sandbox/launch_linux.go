@@ -133,8 +133,13 @@ func (l *Launch) Terminal() (*os.File, error) {
 // Await waits until the helper has exec'd the command (nil) or reported
 // why it could not (*SetupError). After timeout it gives up with an
 // error; the caller then kills the process.
-func (l *Launch) Await(timeout time.Duration) error {
+func (l *Launch) Await(timeout time.Duration) (err error) {
 	defer l.status.Close()
+	defer func() {
+		if err != nil && l.term != nil {
+			_ = l.term.Close() // no terminal to take (a master sent is closed with it)
+		}
+	}()
 	_ = l.status.SetReadDeadline(time.Now().Add(timeout))
 	b, err := io.ReadAll(l.status)
 	switch {

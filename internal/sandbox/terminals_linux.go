@@ -7,31 +7,75 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/execd/execd/internal/procfs"
 )
 
 // terminalFD is the helper's end of the socket on which it sends the
 // master of the terminal it made for a command (Policy.Terminal).
 const terminalFD = 5
 
+// maxTerminals is how many terminals one sandboxed command may have at
+// once: the pool of all devpts instances but the host's is shared
+// (kernel.pty.max less kernel.pty.reserve), and one command must not
+// take it all.
+const maxTerminals = 64
+
 // privateTerminals mounts a devpts instance of the sandbox's own over
-// /dev/pts, and its ptmx over /dev/ptmx, in the helper's mount namespace:
-// the user's other terminals have no name there, and the terminals a
-// command allocates (script, Python's pty) are made and named in it. A
-// host without /dev/pts has no terminal to hide.
+// /dev/pts, and its ptmx over /dev/ptmx, in the helper's mount namespace,
+// and covers every other mount of a devpts (a chroot's /dev/pts, a
+// container's /dev/console): the user's other terminals have no name
+// there, and the terminals a command allocates (script, Python's pty)
+// are made and named in it. A host without /dev/pts has none to hide.
 func privateTerminals() error {
 	if _, err := os.Stat("/dev/pts"); errors.Is(err, os.ErrNotExist) {
-		return nil
+		return hideTerminals("")
 	}
 	if err := unix.Mount("devpts", "/dev/pts", "devpts", unix.MS_NOSUID|unix.MS_NOEXEC,
-		"newinstance,ptmxmode=0666,mode=0620"); err != nil {
+		fmt.Sprintf("newinstance,ptmxmode=0666,mode=0620,max=%d", maxTerminals)); err != nil {
 		return fmt.Errorf("mount a devpts of the sandbox's own on /dev/pts: %w", err)
 	}
-	fi, err := os.Lstat("/dev/ptmx")
-	if err != nil || fi.Mode()&os.ModeSymlink != 0 {
-		return nil // none, or a link to pts/ptmx
+	var st unix.Stat_t
+	if err := unix.Stat("/dev/pts", &st); err != nil {
+		return err
 	}
-	if err := unix.Mount("/dev/pts/ptmx", "/dev/ptmx", "", unix.MS_BIND, ""); err != nil {
-		return fmt.Errorf("bind /dev/pts/ptmx on /dev/ptmx: %w", err)
+	own := fmt.Sprintf("%d:%d", unix.Major(st.Dev), unix.Minor(st.Dev))
+	if fi, err := os.Lstat("/dev/ptmx"); err == nil && fi.Mode()&os.ModeSymlink == 0 { // else none, or a link to pts/ptmx
+		if err := unix.Mount("/dev/pts/ptmx", "/dev/ptmx", "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("bind /dev/pts/ptmx on /dev/ptmx: %w", err)
+		}
+	}
+	return hideTerminals(own)
+}
+
+// hideTerminals covers every mount of a devpts but those of the device
+// own (the sandbox's) and the one /dev/pts hides now: a directory with
+// an empty read-only tmpfs, a single terminal with /dev/null.
+func hideTerminals(own string) error {
+	mounts, err := procfs.Mounts()
+	if err != nil {
+		return fmt.Errorf("list the mounts: %w", err)
+	}
+	for _, m := range mounts {
+		if m.FSType != "devpts" || m.Dev == own || m.Point == "/dev/pts" && own != "" {
+			continue
+		}
+		fi, err := os.Lstat(m.Point)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			continue // covered already by an earlier one
+		case err != nil:
+		case fi.IsDir():
+			err = unix.Mount("tmpfs", m.Point, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=0,mode=0555")
+		default:
+			err = unix.Mount("/dev/null", m.Point, "", unix.MS_BIND, "")
+		}
+		if errors.Is(err, unix.ENOENT) {
+			continue // a mount on an entry since removed: nothing reaches it by a path
+		}
+		if err != nil {
+			return fmt.Errorf("hide the terminals mounted on %s: %w", m.Point, err)
+		}
 	}
 	return nil
 }
@@ -79,6 +123,9 @@ func openTerminal(size *Terminal) error {
 // and the helper's.
 func terminalSocket() (ours, theirs *os.File, err error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err == nil {
+		err = unix.SetNonblock(fds[0], true) // ours on the poller, so that a read can time out
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("terminal socket: %w", err)
 	}
@@ -88,7 +135,9 @@ func terminalSocket() (ours, theirs *os.File, err error) {
 // receiveTerminal reads the master the helper sent on sock, which it did
 // before it exec'd the command, so it is there once Await returned nil.
 func receiveTerminal(sock *os.File, timeout time.Duration) (*os.File, error) {
-	_ = sock.SetReadDeadline(time.Now().Add(timeout))
+	if err := sock.SetReadDeadline(time.Now().Add(timeout)); err != nil {
+		return nil, fmt.Errorf("receive the terminal: %w", err)
+	}
 	rc, err := sock.SyscallConn()
 	if err != nil {
 		return nil, err
