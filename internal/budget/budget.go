@@ -106,17 +106,17 @@ func Keep() Kept {
 	if !first || k.Err != nil || len(k.Limits) == 0 || k.Threads == 0 {
 		return k
 	}
-	want := threadTarget() - k.Threads
-	if room := int(k.Limits[0].Room() / 2); want > room {
-		want = room
-	}
-	if want > 0 {
+	// Holding threadTarget-1 threads at once (sysmon has its own) leaves
+	// execd with threadTarget; it creates at most that many, fewer where
+	// idle ones exist already.
+	hold := min(threadTarget()-1, int(k.Limits[0].Room()/2))
+	if before := k.Threads; hold > 0 {
 		// Before any command runs: then the room counted is there.
 		// It costs about 0.7 ms of CPU per thread on this project's
 		// test VMs, once.
-		addThreads(want)
-		k.Added = want
+		addThreads(hold)
 		k.Threads = threads()
+		k.Added = max(k.Threads-before, 0)
 	}
 	k.Headroom = max(threadMargin, threadTarget()-k.Threads)
 	for _, l := range k.Limits {
@@ -174,8 +174,9 @@ func (k Kept) Cap(pid int) error {
 	return capNproc(pid, k.Commands)
 }
 
-// addThreads makes the runtime create n more OS threads and keep them
-// idle: n goroutines each hold a thread (LockOSThread) at the same time,
+// addThreads makes the runtime have at least n OS threads besides sysmon
+// and keep them idle: n goroutines each hold a thread (LockOSThread) at
+// the same time, which takes idle threads first and creates the rest,
 // then let it go and exit, which leaves the thread in the runtime's pool
 // of idle threads, reused before any new one is created.
 func addThreads(n int) {
