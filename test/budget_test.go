@@ -45,7 +45,7 @@ func TestForkLoopCannotCrashExecd(t *testing.T) {
 			t.Skipf("no %s", tool)
 		}
 	}
-	for _, nproc := range []int{18, 30} {
+	for _, nproc := range []int{24, 32} {
 		t.Run("RLIMIT_NPROC="+strconv.Itoa(nproc), func(t *testing.T) {
 			h := newSandboxHost(t, true)
 			uid := strconv.Itoa(61000 + rand.IntN(3000)) // a user with no other process

@@ -136,21 +136,28 @@ var admitting sync.Mutex
 // process would take one of the tasks execd keeps for its own threads
 // (k.Headroom) of a budget; then it returns a *LimitError. Call release
 // once the process is created (or not). It costs a read of pids.current
-// per pids.max and, for RLIMIT_NPROC, of /proc/loadavg; only where the
-// system as a whole runs as many tasks as the user may, a scan of /proc.
-// Near a limit, starts are serialized.
+// per pids.max and, for RLIMIT_NPROC, of /proc/loadavg. Only near a limit
+// (where the system as a whole runs as many tasks as the user may) does
+// it count the user's tasks in /proc, one start at a time: parallel
+// scans would each hold an OS thread in its reads, the very threads a
+// full budget cannot give.
 func (k Kept) Admit() (release func(), err error) {
 	if len(k.Limits) == 0 {
 		return func() {}, nil
 	}
 	bound := func(l Limit) int64 { return l.Max - int64(k.Headroom) }
-	tight := func(l Limit) bool { return l.Used >= bound(l) }
-	if !slices.ContainsFunc(k.Limits, func(l Limit) bool { return tight(reread(l, bound(l))) }) {
+	near := func(l Limit) bool {
+		if l.Name == "RLIMIT_NPROC" {
+			return systemTasks() >= bound(l) // the user's tasks are fewer
+		}
+		return reread(l, 0).Used >= bound(l)
+	}
+	if !slices.ContainsFunc(k.Limits, near) {
 		return func() {}, nil
 	}
 	admitting.Lock()
 	for _, l := range k.Limits {
-		if l = reread(l, 0); tight(l) {
+		if l = reread(l, 0); l.Used >= bound(l) {
 			admitting.Unlock()
 			return nil, &LimitError{Limit: l, Headroom: k.Headroom, Err: syscall.EAGAIN}
 		}
