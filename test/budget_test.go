@@ -50,11 +50,12 @@ func TestForkLoopCannotCrashExecd(t *testing.T) {
 			h := newSandboxHost(t, true)
 			uid := strconv.Itoa(61000 + rand.IntN(3000)) // a user with no other process
 			t.Cleanup(func() { _ = exec.Command("pkill", "-KILL", "-U", uid).Run() })
-			cmd := h.command("[sandbox]\nmode = \"danger-full-access\"\n", "serve")
+			config := "[sandbox]\nmode = \"danger-full-access\"\n"
+			cmd := h.command(config, "serve")
 			args := cmd.Args[4:] // after setpriv's flags
 			cmd = exec.Command("prlimit", append([]string{"--nproc=" + strconv.Itoa(nproc), "setpriv",
 				"--reuid=" + uid, "--regid=" + uid, "--clear-groups"}, args...)...)
-			cmd.Env = h.command("", "serve").Env
+			cmd.Env = h.command(config, "serve").Env // (which writes the config file again)
 			fillTheBudget(t, cmd, "RLIMIT_NPROC")
 		})
 	}
