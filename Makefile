@@ -30,7 +30,7 @@ build:
 test: test-deps fmt-check vet lint cross unit integration fuzz
 
 # Programs the sandbox tests drive, as command:Debian package.
-TEST_PROGRAMS := bash:bash python3:python3 strace:strace setpriv:util-linux unshare:util-linux git:git tmux:tmux
+TEST_PROGRAMS := bash:bash python3:python3 strace:strace setpriv:util-linux unshare:util-linux git:git tmux:tmux ps:procps
 
 # test-deps installs the missing ones (needs root and apt, as in CI). The
 # tests run them from the system PATH, whatever the caller's is.

@@ -64,6 +64,12 @@ func containmentOf(h *sandboxHost) string {
 	return ""
 }
 
+// hasPIDNamespace reports whether doctor finds that h's user's
+// sandboxed commands run in a PID namespace.
+func hasPIDNamespace(h *sandboxHost) bool {
+	return strings.HasPrefix(h.support["pid namespace"], "yes")
+}
+
 // killedServe starts execd serve for h, for a test that SIGKILLs it, and
 // returns the session and execd's process (setpriv execs it, so the pid
 // is execd's).
@@ -80,14 +86,17 @@ func killedServe(t *testing.T, h *sandboxHost, config string) (*mcp.ClientSessio
 }
 
 // SIGKILL of execd leaves nothing behind where it can contain its
-// commands in a cgroup (SPEC §3.2): not the running one-shot, the
-// `setsid nohup` child, the PTY session or the fork-racer.
+// commands in a cgroup, or, sandboxed, in a PID namespace (SPEC §3.2):
+// not the running one-shot, the `setsid nohup` child, the PTY session or
+// the fork-racer.
 func TestSIGKILLLeavesNothing(t *testing.T) {
 	for _, mode := range []string{"danger-full-access", "workspace-write"} {
 		t.Run(mode, func(t *testing.T) {
 			asEachUser(t, func(t *testing.T, h *sandboxHost) {
-				if c := containmentOf(h); !strings.Contains(c, "cgroup.kill") {
-					t.Skipf("no cgroup containment on this host for this user: %q", c)
+				c := containmentOf(h)
+				pidns := mode == "workspace-write" && hasPIDNamespace(h)
+				if !strings.Contains(c, "cgroup.kill") && !pidns {
+					t.Skipf("no cgroup containment on this host for this user, and no PID namespace: %q", c)
 				}
 				marker := newMarker()
 				cs, execd := killedServe(t, h, "[sandbox]\nmode = \""+mode+"\"\n")
@@ -159,6 +168,60 @@ func TestSIGKILLRemovesNestedCgroups(t *testing.T) {
 		}
 		if l := left(); len(l) > 0 {
 			t.Errorf("left behind 2 s after SIGKILL: %v", l)
+		}
+	})
+}
+
+// Sandboxed commands run in a PID namespace of their own (SPEC §8.3):
+// ps shows the launcher as PID 1 and the sandbox's processes only; a
+// command that signals PID 1 ends neither the launcher nor, with it, the
+// other commands of the sandbox.
+func TestSandboxPIDNamespace(t *testing.T) {
+	if _, err := exec.LookPath("ps"); err != nil {
+		t.Skip("no ps")
+	}
+	asEachUser(t, func(t *testing.T, h *sandboxHost) {
+		if !hasPIDNamespace(h) {
+			t.Skip("no PID namespace for sandboxed commands on this host")
+		}
+		marker := newMarker()
+		t.Cleanup(func() { proctest.Kill(marker) })
+		cmd := h.command("", "serve")
+		cmd.Stderr = &testLog{t: t}
+		cs := connect(t, cmd, nil, &mcp.ClientSessionOptions{ProtocolVersion: "2025-06-18"})
+		defer cs.Close()
+		call := func(name string, args map[string]any) string {
+			t.Helper()
+			ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+			defer cancel()
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+			if err != nil || res.IsError {
+				t.Fatalf("%s %v: %v %v", name, args, err, res)
+			}
+			return textOf(res)
+		}
+		call("exec_command", map[string]any{"cmd": "sh -c 'sleep 1000; true' " + marker, "yield_time_ms": 250})
+		proctest.Running(t, marker, 1, waitLimit)
+		ps := call("shell", map[string]any{"command": []string{"ps", "-e", "-o", "pid=,args="}})
+		var pids []string
+		for line := range strings.SplitSeq(ps, "\n") {
+			if f := strings.Fields(line); len(f) < 2 {
+				continue
+			} else if _, err := strconv.Atoi(f[0]); err == nil {
+				pids = append(pids, line)
+			}
+		}
+		if !strings.Contains(ps, "1 execd-sandbox") || !strings.Contains(ps, marker) || len(pids) > 8 {
+			t.Errorf("ps in the sandbox: want the launcher as PID 1, the session and ps only, got\n%s", ps)
+		}
+		out := call("shell", map[string]any{"command": []string{"sh", "-c",
+			"for s in $(seq 1 64); do kill -$s 1 2>/dev/null; done; sleep 0.3; echo done"}})
+		if !strings.Contains(out, "done") {
+			t.Errorf("signalling PID 1: %s", out)
+		}
+		proctest.Running(t, marker, 1, waitLimit) // the session lives on
+		if out := call("shell", map[string]any{"command": []string{"echo", "still"}}); !strings.Contains(out, "still") {
+			t.Errorf("a command after the signals: %s", out)
 		}
 	})
 }

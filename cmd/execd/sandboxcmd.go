@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -94,20 +93,21 @@ func doctorCmd(fs *pflag.FlagSet, _ []string) int {
 	defer r.Close()
 	// Probe even when the configured mode needs no sandbox: the report
 	// is about the host.
-	sup := sandbox.Probe(func(cmd *exec.Cmd) error {
-		if err := r.Start(cmd); err != nil {
-			return err
-		}
-		return r.Wait(cmd)
-	})
+	sup := sandbox.Probe(r.Run)
 	orch, err := newOrchestrator(cfg, zap.NewNop(), r, &sup, nil)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "execd doctor: %v\n", err)
 		return exitInternal
 	}
-	defer orch.Close()
 	d := doctor{w: os.Stdout, cfg: cfg, orch: orch, containment: r.Containment(), budget: r.Budget()}
-	return d.report()
+	code := d.report()
+	// The self-test's sandbox launcher, like anything execd started, ends
+	// with it.
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownLimit)
+	defer cancel()
+	_ = r.Shutdown(ctx, killGrace)
+	orch.Close()
+	return code
 }
 
 // doctor writes the report of `execd doctor`.
@@ -228,6 +228,11 @@ func (d *doctor) linux(sup sandbox.Support) {
 	d.line("seccomp", "%s", yesNo(sup.Seccomp))
 	if sup.UserNS {
 		d.line("user namespaces", "yes")
+		if sup.PIDNS {
+			d.line("pid namespace", "yes: sandboxed commands run in one per sandbox policy, whose init (the launcher that forks them) dies with execd, even by SIGKILL, and with it every process in it")
+		} else {
+			d.line("pid namespace", "no (%s): each sandboxed command has a helper of its own and shares the host's processes", sup.PIDNSErr)
+		}
 	} else if sup.UserNSErr != "" {
 		d.line("user namespaces", "no (%s)", sup.UserNSErr)
 	} else {

@@ -191,7 +191,7 @@ func (a *applier) wait() {
 	}
 	a.done = true
 	t := time.AfterFunc(killWait, func() { _ = a.o.reaper.Signal(a.cmd, syscall.SIGKILL) })
-	_ = a.o.reaper.Wait(a.cmd)
+	_, _ = a.o.reaper.Wait(a.cmd)
 	t.Stop()
 }
 

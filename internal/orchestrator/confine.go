@@ -40,12 +40,7 @@ func (o *Orchestrator) initSandbox(given *sandbox.Support, env []string) {
 	if given != nil {
 		o.support = *given
 	} else if o.sandbox.Mode.Enforced() {
-		o.support = sandbox.Probe(func(cmd *exec.Cmd) error {
-			if err := o.reaper.Start(cmd); err != nil {
-				return err
-			}
-			return o.reaper.Wait(cmd)
-		})
+		o.support = sandbox.Probe(o.reaper.Run)
 	}
 	o.sandboxErr = o.support.Check(o.sandbox.Mode)
 	o.roots = o.sandbox.Roots(o.cwd, env)
@@ -188,6 +183,9 @@ func (o *Orchestrator) startWith(cmd *exec.Cmd, sandboxed bool, term *sandbox.Te
 		ProtectedPaths: o.protectedPaths,
 		SubmodulePaths: o.submodulePaths,
 	}
+	if o.launchable(cmd, &policy) {
+		return o.launch(cmd, policy)
+	}
 	program, args, dir := cmd.Path, cmd.Args, cmd.Dir
 	launch, err := sandbox.Wrap(cmd, policy, o.support)
 	if err != nil {
@@ -220,7 +218,7 @@ func (o *Orchestrator) startWith(cmd *exec.Cmd, sandboxed bool, term *sandbox.Te
 	}
 	if err != nil {
 		_ = o.reaper.Signal(cmd, syscall.SIGKILL)
-		_ = o.reaper.Wait(cmd)
+		_, _ = o.reaper.Wait(cmd)
 		return nil, err
 	}
 	return master, nil

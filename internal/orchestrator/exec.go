@@ -268,7 +268,7 @@ func (r *pipedRun) wait(ctx context.Context, o *Orchestrator, timeout time.Durat
 		timer = time.AfterFunc(timeout, kill)
 	}
 	stopCancel := context.AfterFunc(ctx, kill)
-	waitErr := o.reaper.Wait(r.cmd)
+	ws, waitErr := o.reaper.Wait(r.cmd)
 	// A callback that already ran (or is running) killed the command, or
 	// fired as it exited on its own; either way it ran out its time.
 	if timer != nil && !timer.Stop() {
@@ -280,20 +280,15 @@ func (r *pipedRun) wait(ctx context.Context, o *Orchestrator, timeout time.Durat
 	r.drain(DescendantGrace)
 	res.Duration = time.Since(r.start)
 	res.Stdout, res.Stderr = r.out.result(), r.err.result()
-	if r.cmd.ProcessState == nil { // Wait itself failed; should not happen
+	code, sig, ok := decodeWait(ws, waitErr)
+	switch {
+	case !ok: // Wait itself failed; should not happen
 		o.log.Error("wait for command", zap.Error(waitErr))
 		res.ExitCode = -1
-		return res
-	}
-	ws, _ := r.cmd.ProcessState.Sys().(syscall.WaitStatus)
-	switch {
 	case res.TimedOut:
 		res.ExitCode = ExitTimedOut
-	case ws.Signaled():
-		res.Signal = ws.Signal()
-		res.ExitCode = 128 + int(res.Signal)
 	default:
-		res.ExitCode = ws.ExitStatus()
+		res.ExitCode, res.Signal = code, sig
 	}
 	return res
 }
@@ -361,4 +356,5 @@ func (o *Orchestrator) Close() {
 	}
 	o.sessionsRunning.Wait()
 	o.leftovers.Wait()
+	o.launchers.stop()
 }

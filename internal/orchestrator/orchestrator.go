@@ -95,6 +95,7 @@ type Orchestrator struct {
 	tainted  map[string]bool // guarded by taintMu: roots a sandboxed command ran in without a .git
 	startup  startupCache    // what shell startup files name (startupWhy)
 
+	launchers       launchers // the sandbox's resident launchers
 	sessions        *procstore.Store[*session]
 	sessionsRunning sync.WaitGroup // session pumps and waiters
 	// sandboxErr is why the configured mode cannot be enforced, or nil.

@@ -344,7 +344,7 @@ func (o *Orchestrator) startTerminal(cmd *exec.Cmd, sandboxed bool) (*ptyio.Pty,
 		p, err := ptyio.FromMaster(master)
 		if err != nil {
 			_ = o.reaper.Signal(cmd, syscall.SIGKILL)
-			_ = o.reaper.Wait(cmd)
+			_, _ = o.reaper.Wait(cmd)
 			return nil, &SpawnError{Program: cmd.Path, Err: err}
 		}
 		return p, nil
@@ -455,7 +455,7 @@ func (s *session) wake() {
 // descendants, which after DescendantGrace get it to themselves (it is
 // drained so they keep running, SPEC §9.3).
 func (s *session) wait(pumped <-chan struct{}) {
-	waitErr := s.o.reaper.Wait(s.cmd)
+	ws, waitErr := s.o.reaper.Wait(s.cmd)
 	t := time.NewTimer(DescendantGrace)
 	select {
 	case <-pumped:
@@ -469,7 +469,8 @@ func (s *session) wait(pumped <-chan struct{}) {
 		<-pumped
 	}
 	t.Stop()
-	s.exit = exitOf(s.cmd, waitErr, s.started)
+	s.exit = Exit{Duration: time.Since(s.started)}
+	s.exit.Code, s.exit.Signal, _ = decodeWait(ws, waitErr)
 	s.o.log.Info("session exited", zap.Int("pid", s.cmd.Process.Pid), zap.Int("exit_code", s.exit.Code),
 		zap.Duration("duration", s.exit.Duration))
 	s.o.finished(s.call, s.label, s.exit.Code, s.exit.Duration)
@@ -488,21 +489,18 @@ func (s *session) wait(pumped <-chan struct{}) {
 	}
 }
 
-func exitOf(cmd *exec.Cmd, waitErr error, started time.Time) Exit {
-	e := Exit{Duration: time.Since(started)}
-	if cmd.ProcessState == nil {
-		e.Code = -1
-		return e
+// decodeWait turns what Reaper.Wait returned into an exit code (128 +
+// the signal for a command a signal ended) and the signal; ok is false
+// (code -1) when the wait itself failed and there is no status.
+func decodeWait(ws syscall.WaitStatus, err error) (code int, sig syscall.Signal, ok bool) {
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		return -1, 0, false
 	}
-	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
 	if ws.Signaled() {
-		e.Signal = ws.Signal()
-		e.Code = 128 + int(e.Signal)
-	} else {
-		e.Code = ws.ExitStatus()
+		return 128 + int(ws.Signal()), ws.Signal(), true
 	}
-	_ = waitErr // an exit status is not an error here
-	return e
+	return ws.ExitStatus(), 0, true
 }
 
 func (s *session) setObserver(f OutputFunc) {

@@ -41,6 +41,7 @@ package reaper
 import (
 	"context"
 	"errors"
+	"os"
 	"os/exec"
 	"sync"
 	"sync/atomic"
@@ -87,10 +88,12 @@ type Reaper struct {
 	// a new child for an orphan; Starts run in parallel.
 	starting sync.RWMutex
 
-	mu      sync.Mutex
-	direct  map[int]*exec.Cmd // guarded by mu: started and not yet waited, by pid
-	groups  map[int]*exec.Cmd // guarded by mu: process groups Start created, by pgid
-	closing bool              // guarded by mu
+	mu        sync.Mutex
+	direct    map[int]*exec.Cmd    // guarded by mu: started and not yet waited, by pid
+	groups    map[int]*exec.Cmd    // guarded by mu: process groups Start created, by pgid
+	remote    map[*exec.Cmd]Remote // guarded by mu: commands StartRemote started, not yet waited
+	residents map[int]func()       // guarded by mu: how to stop each StartResident child, by pid
+	closing   bool                 // guarded by mu
 
 	exits *exits         // tells Wait when a command exited (nil: Wait blocks)
 	kick  chan struct{}  // a child was started or waited for: rescan
@@ -117,16 +120,18 @@ func newReaper(cg *cgroup, cgErr error) *Reaper {
 	}
 	closeInheritedOnExec()
 	r := &Reaper{
-		budget:   budget.Keep(),
-		adopts:   becomeSubreaper() == nil,
-		cg:       cg,
-		cgErr:    cgErr,
-		children: childLister(),
-		direct:   map[int]*exec.Cmd{},
-		groups:   map[int]*exec.Cmd{},
-		exits:    newExits(),
-		kick:     make(chan struct{}, 1),
-		stop:     make(chan struct{}),
+		budget:    budget.Keep(),
+		adopts:    becomeSubreaper() == nil,
+		cg:        cg,
+		cgErr:     cgErr,
+		children:  childLister(),
+		direct:    map[int]*exec.Cmd{},
+		groups:    map[int]*exec.Cmd{},
+		remote:    map[*exec.Cmd]Remote{},
+		residents: map[int]func(){},
+		exits:     newExits(),
+		kick:      make(chan struct{}, 1),
+		stop:      make(chan struct{}),
 	}
 	if cg != nil {
 		r.guard = cg.guard.Process.Pid
@@ -197,10 +202,94 @@ func (r *Reaper) Start(cmd *exec.Cmd) error {
 	return nil
 }
 
-// Wait waits for a command started with Start, like cmd.Wait. The group
-// stays tracked while it has members. On Linux the wait holds no OS
-// thread: the goroutine parks until the runtime's poller sees the exit.
-func (r *Reaper) Wait(cmd *exec.Cmd) error {
+// Run starts cmd and waits for it, like cmd.Run.
+func (r *Reaper) Run(cmd *exec.Cmd) error {
+	if err := r.Start(cmd); err != nil {
+		return err
+	}
+	_, err := r.Wait(cmd)
+	return err
+}
+
+// StartResident is Start for a long-lived helper of execd's own (the
+// sandbox launcher) that leads its own group: at Shutdown the Reaper
+// calls stop instead of sending it SIGTERM, and sends SIGKILL after the
+// grace period as to everything else.
+func (r *Reaper) StartResident(cmd *exec.Cmd, stop func()) error {
+	if err := r.Start(cmd); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.residents[cmd.Process.Pid] = stop
+	r.mu.Unlock()
+	return nil
+}
+
+// Remote is a command that another process (the sandbox launcher, a
+// child of execd's) started for execd: it is not execd's child, so its
+// end is reported rather than waited for.
+type Remote interface {
+	Pid() int                   // in execd's PID namespace
+	Done() <-chan struct{}      // closed once it has ended
+	Status() syscall.WaitStatus // its wait status, once Done
+}
+
+// StartRemote runs start, which has another process start cmd's program
+// for execd (leading a new session), and tracks the command's process
+// group as Start does; it sets cmd.Process. After a successful
+// StartRemote the caller must call [Reaper.Wait].
+func (r *Reaper) StartRemote(cmd *exec.Cmd, start func() (Remote, error)) error {
+	r.starting.RLock()
+	defer r.starting.RUnlock()
+	r.mu.Lock()
+	closing := r.closing
+	r.mu.Unlock()
+	if closing {
+		return ErrClosed
+	}
+	release, err := r.budget.Admit()
+	if err != nil {
+		return err
+	}
+	rp, err := start()
+	release()
+	if err != nil {
+		return budget.Explain(err)
+	}
+	pid := rp.Pid()
+	_ = r.budget.Cap(pid)
+	if cmd.Process, err = os.FindProcess(pid); err != nil {
+		return err // not on Unix
+	}
+	r.mu.Lock()
+	r.groups[pid] = cmd
+	r.remote[cmd] = rp
+	r.mu.Unlock()
+	return nil
+}
+
+// Wait waits for a command started with Start or StartRemote and returns
+// its wait status; the error is cmd.Wait's (an *exec.ExitError for a
+// non-zero status) for Start's, nil for StartRemote's. The group stays
+// tracked while it has members. On Linux the wait holds no OS thread: the
+// goroutine parks until the runtime's poller sees the exit.
+func (r *Reaper) Wait(cmd *exec.Cmd) (syscall.WaitStatus, error) {
+	r.mu.Lock()
+	rp := r.remote[cmd]
+	r.mu.Unlock()
+	if rp != nil {
+		<-rp.Done()
+		r.mu.Lock()
+		delete(r.remote, cmd)
+		// Its number is free from now on: a group left empty is forgotten
+		// at once, so that Signal cannot reach a new owner of the number.
+		if pid := rp.Pid(); r.groups[pid] == cmd && unix.Kill(-pid, 0) != nil {
+			delete(r.groups, pid)
+		}
+		r.mu.Unlock()
+		r.rescan()
+		return rp.Status(), nil
+	}
 	if exited := r.exits.watch(cmd); exited != nil {
 		<-exited
 	}
@@ -208,10 +297,17 @@ func (r *Reaper) Wait(cmd *exec.Cmd) error {
 	r.mu.Lock()
 	if pid := cmd.Process.Pid; r.direct[pid] == cmd { // not a new command with the reused pid
 		delete(r.direct, pid)
+		delete(r.residents, pid)
 	}
 	r.mu.Unlock()
 	r.rescan() // its descendants may just have become orphans
-	return err
+	var ws syscall.WaitStatus
+	if cmd.ProcessState != nil {
+		ws, _ = cmd.ProcessState.Sys().(syscall.WaitStatus)
+	} else if err == nil {
+		err = errors.New("reaper: no status") // cannot be: Wait returns one or an error
+	}
+	return ws, err
 }
 
 func (r *Reaper) rescan() {
@@ -304,13 +400,23 @@ func (r *Reaper) Shutdown(ctx context.Context, grace time.Duration) error {
 func (r *Reaper) signalAll(sig unix.Signal, sent map[int]bool) (alive bool) {
 	children := r.children()
 	self := unix.Getpgrp()
+	var stops []func() // called once unlocked
 	send := func(target int) {
 		if target == -self || target == -1 || target == 0 || target == 1 || sent[target] {
 			return
 		}
 		sent[target] = true
+		if stop := r.residents[-target]; stop != nil && sig == unix.SIGTERM {
+			stops = append(stops, stop) // it ends what it holds, on its own terms
+			return
+		}
 		_ = unix.Kill(target, sig) // ESRCH: gone meanwhile, which is the goal
 	}
+	defer func() {
+		for _, stop := range stops {
+			stop()
+		}
+	}()
 	r.starting.Lock()
 	defer r.starting.Unlock()
 	r.mu.Lock()

@@ -52,7 +52,7 @@ func TestStartRequiresOwnGroup(t *testing.T) {
 	if err := testReaper.Start(cmd); err != nil {
 		t.Fatal(err)
 	}
-	if err := testReaper.Wait(cmd); err != nil {
+	if _, err := testReaper.Wait(cmd); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -66,7 +66,7 @@ func TestOrphansAreAdoptedAndReaped(t *testing.T) {
 	if err := testReaper.Start(cmd); err != nil {
 		t.Fatal(err)
 	}
-	if err := testReaper.Wait(cmd); err != nil {
+	if _, err := testReaper.Wait(cmd); err != nil {
 		t.Fatalf("Wait: %v", err)
 	}
 	pids := proctest.Running(t, marker, 2, waitLimit)
@@ -96,7 +96,7 @@ func TestWaitOwnsDirectChildrenDespiteReaping(t *testing.T) {
 		if err := testReaper.Start(cmd); err != nil {
 			t.Fatal(err)
 		}
-		err := testReaper.Wait(cmd)
+		_, err := testReaper.Wait(cmd)
 		if got := cmd.ProcessState.ExitCode(); got != code {
 			t.Fatalf("run %d: exit code %d (err %v), want %d", i, got, err, code)
 		}
@@ -140,7 +140,7 @@ func shutdownChild(t *testing.T) {
 			t.Fatal(err)
 		}
 		done := make(chan error, 1)
-		go func() { done <- r.Wait(cmd) }()
+		go func() { _, err := r.Wait(cmd); done <- err }()
 		waits = append(waits, done)
 	}
 	proctest.Running(t, marker, 7, waitLimit) // every sleep: the traps are set
@@ -189,7 +189,7 @@ func runOwned(cmd *exec.Cmd) (string, error) {
 	if err := testReaper.Start(cmd); err != nil {
 		return "", err
 	}
-	err := testReaper.Wait(cmd)
+	_, err := testReaper.Wait(cmd)
 	return b.String(), err
 }
 
@@ -201,7 +201,7 @@ func TestSignalGroup(t *testing.T) {
 	if err := testReaper.Signal(cmd, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	_ = testReaper.Wait(cmd)
+	_, _ = testReaper.Wait(cmd)
 	if ws := cmd.ProcessState.Sys().(syscall.WaitStatus); ws.Signal() != syscall.SIGKILL {
 		t.Fatalf("status %v, want killed by SIGKILL", ws)
 	}
@@ -242,7 +242,7 @@ func TestSignalSessionReachesEveryGroup(t *testing.T) {
 	if err := testReaper.SignalSession(cmd, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	_ = testReaper.Wait(cmd)
+	_, _ = testReaper.Wait(cmd)
 	proctest.Gone(t, marker, waitLimit)
 }
 
@@ -258,7 +258,7 @@ func TestOrphansAreReapedWhileTheirCommandRuns(t *testing.T) {
 	}
 	defer func() {
 		_ = testReaper.Signal(cmd, syscall.SIGKILL)
-		_ = testReaper.Wait(cmd)
+		_, _ = testReaper.Wait(cmd)
 	}()
 	deadline := time.Now().Add(3 * time.Second) // the command runs 4 s
 	time.Sleep(300 * time.Millisecond)          // the orphan has exited by now
@@ -279,7 +279,7 @@ func TestScanChildrenMatchesChildrenFiles(t *testing.T) {
 	}
 	defer func() {
 		_ = testReaper.Signal(cmd, syscall.SIGKILL)
-		_ = testReaper.Wait(cmd)
+		_, _ = testReaper.Wait(cmd)
 	}()
 	if !slices.Contains(scanChildren(), cmd.Process.Pid) || !slices.Contains(listChildren(), cmd.Process.Pid) {
 		t.Fatalf("child %d: scan %v, files %v", cmd.Process.Pid, scanChildren(), listChildren())
@@ -360,7 +360,7 @@ func TestWaitHoldsNoThreadPerCommand(t *testing.T) {
 		if err := testReaper.Start(cmd); err != nil {
 			t.Fatal(err)
 		}
-		go func() { errs <- testReaper.Wait(cmd) }()
+		go func() { _, err := testReaper.Wait(cmd); errs <- err }()
 	}
 	time.Sleep(200 * time.Millisecond) // let every Wait block; a thread each would show now
 	during := threads(t)
@@ -443,7 +443,7 @@ func racerChild(t *testing.T) {
 	if err := r.Start(cmd); err != nil {
 		t.Fatal(err)
 	}
-	_ = r.Wait(cmd) // the first one exits at once
+	_, _ = r.Wait(cmd) // the first one exits at once
 	proctest.Running(t, marker, 1, waitLimit)
 	time.Sleep(100 * time.Millisecond) // a few dozen generations
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)

@@ -54,7 +54,7 @@ func runHelperSafely() (stage string, err error) {
 
 // runHelper only returns on failure, with the stage that failed.
 func runHelper() (string, error) {
-	p, err := readPolicy()
+	p, err := readPolicy(false)
 	if err != nil {
 		return "policy", err
 	}
@@ -63,7 +63,7 @@ func runHelper() (string, error) {
 		return "roots", err
 	}
 	if p.Namespaces {
-		if roots, err = isolateMounts(p, roots); err != nil {
+		if roots, _, err = isolateMounts(p, roots); err != nil {
 			return "mount", err
 		}
 		if err := privateTerminals(); err != nil {
@@ -96,7 +96,9 @@ func runHelper() (string, error) {
 	return "exec", fmt.Errorf("%s: %w", p.Path, err)
 }
 
-func readPolicy() (*Policy, error) {
+// readPolicy reads the policy on policyFD: a command's, or with resident
+// a launcher's, which names no command.
+func readPolicy(resident bool) (*Policy, error) {
 	f := os.NewFile(policyFD, "policy")
 	if f == nil {
 		return nil, errors.New("no policy descriptor")
@@ -110,7 +112,7 @@ func readPolicy() (*Policy, error) {
 	if err := json.Unmarshal(b, &p); err != nil {
 		return nil, fmt.Errorf("decode: %w", err)
 	}
-	if !p.Mode.Enforced() || p.Path == "" || len(p.Argv) == 0 || p.Dir == "" {
+	if !p.Mode.Enforced() || !resident && (p.Path == "" || len(p.Argv) == 0 || p.Dir == "") {
 		return nil, fmt.Errorf("incomplete policy (mode %q, path %q, %d args, dir %q)", p.Mode, p.Path, len(p.Argv), p.Dir)
 	}
 	return &p, nil

@@ -77,51 +77,52 @@ func sameFile(fd int, dev, ino uint64) error {
 // symlinks included: a mount point cannot be renamed or removed, so no
 // sandboxed command can swap what those paths lead to. Last it makes the
 // protected paths read-only and checks that they are. It returns the
-// roots as the command will see them.
-func isolateMounts(p *Policy, roots []openRoot) ([]openRoot, error) {
+// roots as the command will see them and the plan it applied.
+func isolateMounts(p *Policy, roots []openRoot) ([]openRoot, *plan, error) {
 	if err := checkOwnMountNamespace(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// Nested user namespaces would hand the command every capability
 	// over fresh network and mount namespaces: kernel code (netfilter,
 	// say) that is the usual way to attack the kernel.
 	if err := os.WriteFile("/proc/sys/user/max_user_namespaces", []byte("0\n"), 0); err != nil {
-		return nil, fmt.Errorf("turn off nested user namespaces: %w", err)
+		return nil, nil, fmt.Errorf("turn off nested user namespaces: %w", err)
 	}
 	// Nothing done here may propagate to the host's mounts.
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return nil, fmt.Errorf("make mounts private: %w", err)
+		return nil, nil, fmt.Errorf("make mounts private: %w", err)
 	}
 	outer, inner := splitNested(roots)
 	trees := make([]int, len(outer))
 	for i, r := range outer {
 		t, err := unix.OpenTree(r.fd, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE|unix.AT_EMPTY_PATH)
 		if err != nil {
-			return nil, fmt.Errorf("copy the mounts of %s: %w", r.Path, err)
+			return nil, nil, fmt.Errorf("copy the mounts of %s: %w", r.Path, err)
 		}
 		trees[i] = t
 	}
 	if err := readOnlyTree(unix.AT_FDCWD, "/", 0); err != nil {
-		return nil, fmt.Errorf("make / read-only: %w", err)
+		return nil, nil, fmt.Errorf("make / read-only: %w", err)
 	}
 	for i, r := range outer {
 		if err := unix.MoveMount(trees[i], "", r.fd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
-			return nil, fmt.Errorf("mount %s writable: %w", r.Path, err)
+			return nil, nil, fmt.Errorf("mount %s writable: %w", r.Path, err)
 		}
 	}
 	visible, err := openRoots(rootsOf(outer))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// Another sandboxed command of the user's, running meanwhile, may
 	// change an entry between plan and apply: plan again then.
+	var pl *plan
 	for attempt := 1; ; attempt++ {
-		err = pinAndProtect(p, visible, roots, inner)
+		pl, err = pinAndProtect(p, visible, roots, inner)
 		if err == nil {
 			break
 		}
 		if !errors.Is(err, errChanged) || attempt == 3 {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	for _, r := range inner {
@@ -131,19 +132,31 @@ func isolateMounts(p *Policy, roots []openRoot) ([]openRoot, error) {
 			err = sameFile(fd, r.Dev, r.Ino)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("writable root %s: %w", r.Path, explainLookup(err))
+			return nil, nil, fmt.Errorf("writable root %s: %w", r.Path, explainLookup(err))
 		}
 		visible = append(visible, openRoot{Root: r.Root, fd: fd})
 	}
-	return visible, nil
+	return visible, pl, nil
 }
 
 // pinAndProtect plans the pins and read-only entries and applies them.
-func pinAndProtect(p *Policy, outer, roots, inner []openRoot) error {
+func pinAndProtect(p *Policy, outer, roots, inner []openRoot) (*plan, error) {
+	pl, err := planProtection(p, outer, roots, inner)
+	if err != nil {
+		return nil, err
+	}
+	return pl, pl.apply()
+}
+
+// planProtection plans the pins and read-only entries of a launch. It
+// works from paths alone, so execd can plan outside the namespaces too
+// (roots with fd -1), with its own rights: it then sets blind where a
+// directory it may not search hid something.
+func planProtection(p *Policy, outer, roots, inner []openRoot) (*plan, error) {
 	pl := &plan{outer: outer, roots: rootsOf(roots), entries: map[string]*planned{}}
 	for _, r := range inner {
 		if err := pl.pinRoot(r.Root); err != nil {
-			return fmt.Errorf("writable root %s: %w", r.Path, err)
+			return nil, fmt.Errorf("writable root %s: %w", r.Path, err)
 		}
 	}
 	for _, r := range roots {
@@ -151,12 +164,12 @@ func pinAndProtect(p *Policy, outer, roots, inner []openRoot) error {
 			continue
 		}
 		if err := pl.protectNames(r.Root, p.ProtectedNames); err != nil {
-			return err
+			return nil, err
 		}
 		if slices.Contains(p.ProtectedNames, ".git") {
 			pl.submodules = maxSubmodules
 			if err := pl.protectSubmodules(r.Path, 0); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
@@ -167,13 +180,13 @@ func pinAndProtect(p *Policy, outer, roots, inner []openRoot) error {
 	for _, path := range p.ProtectedPaths {
 		pl.budget = pinsPerName
 		if err := pl.protectBelow("/", path); err != nil {
-			return fmt.Errorf("protected path %s: %w", path, err)
+			return nil, fmt.Errorf("protected path %s: %w", path, err)
 		}
 	}
 	if _, err := pl.protectSubmodulePaths(p.SubmodulePaths); err != nil {
-		return err
+		return nil, err
 	}
-	return pl.apply()
+	return pl, nil
 }
 
 // protectSubmodulePaths protects each of paths (Policy.SubmodulePaths)
@@ -250,6 +263,7 @@ func (pl *plan) protectSubmodules(dir string, depth int) error {
 	}
 	subs, err := gitrepo.Submodules(dir)
 	if err != nil {
+		pl.unreachable(err)
 		return nil
 	}
 	for _, sub := range subs {
@@ -261,7 +275,8 @@ func (pl *plan) protectSubmodules(dir string, depth int) error {
 		// directory is kept read-only instead, so that none is made.
 		rel := filepath.Join(sub, ".git")
 		var st unix.Stat_t
-		if err := unix.Lstat(filepath.Join(dir, rel), &st); errors.Is(err, unix.ENOENT) {
+		err := unix.Lstat(filepath.Join(dir, rel), &st)
+		if pl.unreachable(err); errors.Is(err, unix.ENOENT) {
 			rel = sub
 		}
 		if err := pl.protectBelow(dir, rel); err != nil {
@@ -285,7 +300,7 @@ func (pl *plan) protectBelow(dir, rel string) error {
 		return nil
 	}
 	var st unix.Stat_t
-	if err := unix.Lstat(gitrepo.Join(dir, rel), &st); unreachable(err) {
+	if err := unix.Lstat(gitrepo.Join(dir, rel), &st); pl.unreachable(err) {
 		return nil // nothing there: nothing to pin the way to
 	}
 	mark := len(pl.added)
@@ -390,6 +405,18 @@ type plan struct {
 	// submodules is how many more submodules of the root being planned
 	// may be protected.
 	submodules int
+	// blind: a lookup was refused (EACCES), so what lies behind it is
+	// not in the plan. The helper looks past the modes of the user's own
+	// directories; execd, planning without that right, cannot.
+	blind bool
+}
+
+// unreachable is the package's unreachable, noting a refused lookup.
+func (pl *plan) unreachable(err error) bool {
+	if errors.Is(err, unix.EACCES) {
+		pl.blind = true
+	}
+	return unreachable(err)
 }
 
 // planned is an entry to pin, as it was when found.
@@ -483,7 +510,7 @@ func (pl *plan) walk(dir, path string) (string, unix.Stat_t, error) {
 			return "", st, errSkip
 		}
 		switch err := unix.Lstat(next, &st); {
-		case unreachable(err):
+		case pl.unreachable(err):
 			return "", st, errSkip
 		case err != nil:
 			return "", st, fmt.Errorf("%s: %w", next, err)
@@ -535,7 +562,7 @@ func (pl *plan) protectNames(root Root, names []string) error {
 func (pl *plan) protectName(root Root, name, path string) error {
 	var st unix.Stat_t
 	switch err := unix.Lstat(path, &st); {
-	case unreachable(err):
+	case pl.unreachable(err):
 		return nil
 	case err != nil:
 		return err
@@ -570,6 +597,7 @@ func (pl *plan) protectRepository(dir, git string) error {
 	if isRegular(git) {
 		target, err := gitrepo.ReadPointer(git, "gitdir: ")
 		if err != nil {
+			pl.unreachable(err)
 			return nil // not a gitdir pointer: git will not use it
 		}
 		if repo, err = pl.protectTarget(dir, target); err != nil || repo == "" {
@@ -582,6 +610,7 @@ func (pl *plan) protectRepository(dir, git string) error {
 	}
 	common, err := gitrepo.ReadPointer(commondir, "")
 	if err != nil {
+		pl.unreachable(err)
 		return nil
 	}
 	_, err = pl.protectTarget(repo, common)

@@ -14,6 +14,10 @@ import (
 // command; the helper only ever restricts itself before it execs.
 const HelperArg = "__execd-sandbox-helper"
 
+// LauncherArg makes execd run as a resident sandbox launcher
+// (LauncherMain).
+const LauncherArg = "__execd-sandbox-launcher"
+
 // ProbeArg makes execd try, in the new namespaces Probe starts it in, the
 // mount operations the helper needs, and exit 0 when they work.
 const ProbeArg = "__execd-sandbox-probe"
@@ -237,6 +241,8 @@ func Dispatch() (code int, ok bool) {
 	switch os.Args[1] {
 	case HelperArg:
 		return HelperMain(), true
+	case LauncherArg:
+		return LauncherMain(), true
 	case ProbeArg:
 		return probeMain(), true
 	}

@@ -1,7 +1,7 @@
 // Package sandbox confines commands (SPEC §8): it describes the modes,
 // finds what the host can enforce ([Probe]), turns a command into an
-// invocation of the sandbox helper ([Wrap]) and is that helper
-// ([HelperMain]).
+// invocation of the sandbox helper ([Wrap]) or a launch by a resident
+// launcher ([Launcher]), and is that helper ([HelperMain]) and launcher.
 //
 // # The helper
 //
@@ -21,8 +21,15 @@
 // filter to itself and execs the command: the pid, process group and
 // terminal are the command's. If a step fails it writes a [SetupError] as
 // JSON on fd 4 and exits; EOF with nothing read means the exec succeeded.
-// The same protocol would let a long-lived, already sandboxed launcher
-// fork commands without paying a runtime start for each.
+//
+// # The launcher
+//
+// Where the host also has PID namespaces, the same setup runs once per
+// sandbox policy in a resident launcher ([Launcher], [LauncherMain]), the
+// init of a PID namespace, which then forks and execs each command from
+// the thread it restricted, on request over a socket: a command costs a
+// fork and an exec, and dies with execd. Before each launch execd checks
+// that the launcher still protects what a helper would ([Launcher.Covers]).
 //
 // # Seccomp
 //

@@ -21,6 +21,11 @@ type Support struct {
 	// and the network is cut by seccomp alone.
 	UserNS    bool
 	UserNSErr string // why not
+	// PIDNS reports whether sandboxed commands can also run in a PID
+	// namespace with a /proc of its own, whose init is a resident
+	// launcher (Launcher): they then die with execd, and start fast.
+	PIDNS    bool
+	PIDNSErr string // why not, where UserNS
 	// Seatbelt reports that macOS sandbox-exec is available.
 	Seatbelt bool
 }
@@ -77,8 +82,11 @@ func (s Support) Describe() string {
 	switch s.OS {
 	case "linux":
 		ns := "yes"
-		if !s.UserNS {
+		switch {
+		case !s.UserNS:
 			ns = "no (" + s.UserNSErr + "): protected paths are not enforced"
+		case !s.PIDNS:
+			ns = "yes, without a PID namespace (" + s.PIDNSErr + "): each command has a helper of its own"
 		}
 		return fmt.Sprintf("kernel %s, Landlock ABI %d, seccomp %v, user namespaces %s", s.Kernel, s.Landlock, s.Seccomp, ns)
 	case "darwin":

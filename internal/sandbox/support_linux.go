@@ -30,21 +30,30 @@ func Probe(start Starter) Support {
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	addNamespaces(cmd.SysProcAttr, false)
+	cmd.SysProcAttr.Cloneflags |= syscall.CLONE_NEWPID
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
+	var exit *exec.ExitError
 	switch err := start(cmd); {
+	case errors.As(err, &exit) && exit.ExitCode() == noPIDNamespace:
+		s.UserNS = true
+		s.PIDNSErr = strings.TrimSpace(stderr.String())
 	case err != nil && stderr.Len() > 0:
 		s.UserNSErr = strings.TrimSpace(stderr.String())
 	case err != nil:
 		s.UserNSErr = userNSError(err)
 	default:
-		s.UserNS = true
+		s.UserNS, s.PIDNS = true, true
 	}
 	return s
 }
 
-// probeMain runs in the namespaces Probe made and does what the helper
-// does to its mounts: creating a user namespace may be allowed where
+// noPIDNamespace is the probe's exit code when everything works but a
+// /proc of its PID namespace.
+const noPIDNamespace = 2
+
+// probeMain runs in the namespaces Probe made (as init of its PID
+// namespace) and does what the helper and the launcher do to its mounts: creating a user namespace may be allowed where
 // mounting in it is not (AppArmor's restriction of unprivileged user
 // namespaces, say).
 func probeMain() int {
@@ -70,6 +79,13 @@ func probeMain() int {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "mounting in a user namespace fails: %v\n", err)
 		return 1
+	}
+	// A /proc of a PID namespace can be mounted only where the kernel
+	// finds one fully visible already (not in most containers, whose
+	// /proc has entries covered).
+	if err := mountProc(); err != nil {
+		fmt.Fprintf(os.Stderr, "%v\n", err)
+		return noPIDNamespace
 	}
 	return 0
 }

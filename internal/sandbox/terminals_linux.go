@@ -15,11 +15,12 @@ import (
 // master of the terminal it made for a command (Policy.Terminal).
 const terminalFD = 5
 
-// maxTerminals is how many terminals one sandboxed command may have at
-// once: the pool of all devpts instances but the host's is shared
-// (kernel.pty.max less kernel.pty.reserve), and one command must not
-// take it all.
-const maxTerminals = 64
+// maxTerminals is how many terminals one sandbox (a helper's command, or
+// every command of a launcher: 64 sessions and the terminals their
+// programs make) may have at once: the pool of all devpts instances but
+// the host's is shared (kernel.pty.max less kernel.pty.reserve), and one
+// sandbox must not take it all.
+const maxTerminals = 192
 
 // privateTerminals mounts a devpts instance of the sandbox's own over
 // /dev/pts, and its ptmx over /dev/ptmx, in the helper's mount namespace,
@@ -86,23 +87,11 @@ func hideTerminals(own string) error {
 // terminal of the helper, which leads its own session and becomes the
 // command.
 func openTerminal(size *Terminal) error {
-	master, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	master, tty, err := makeTerminal(size)
 	if err != nil {
-		return fmt.Errorf("open /dev/ptmx: %w", err)
+		return err
 	}
 	defer unix.Close(master)
-	if err := unix.IoctlSetPointerInt(master, unix.TIOCSPTLCK, 0); err != nil {
-		return fmt.Errorf("unlock the terminal: %w", err)
-	}
-	r, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(master), unix.TIOCGPTPEER, unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC)
-	if errno != 0 {
-		return fmt.Errorf("open the terminal: %w", errno)
-	}
-	tty := int(r)
-	ws := &unix.Winsize{Row: size.Rows, Col: size.Cols}
-	if err := unix.IoctlSetWinsize(tty, unix.TIOCSWINSZ, ws); err != nil {
-		return fmt.Errorf("size the terminal: %w", err)
-	}
 	if err := unix.Sendmsg(terminalFD, []byte{0}, unix.UnixRights(master), nil, 0); err != nil {
 		return fmt.Errorf("send the terminal to execd: %w", err)
 	}
@@ -117,6 +106,32 @@ func openTerminal(size *Terminal) error {
 		return fmt.Errorf("make the terminal the controlling one: %w", err)
 	}
 	return nil
+}
+
+// makeTerminal opens a new terminal of /dev/ptmx, of the given size: its
+// master and the terminal itself, both close-on-exec.
+func makeTerminal(size *Terminal) (master, tty int, err error) {
+	master, err = unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, -1, fmt.Errorf("open /dev/ptmx: %w", err)
+	}
+	if err := unix.IoctlSetPointerInt(master, unix.TIOCSPTLCK, 0); err != nil {
+		unix.Close(master)
+		return -1, -1, fmt.Errorf("unlock the terminal: %w", err)
+	}
+	r, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(master), unix.TIOCGPTPEER, unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC)
+	if errno != 0 {
+		unix.Close(master)
+		return -1, -1, fmt.Errorf("open the terminal: %w", errno)
+	}
+	tty = int(r)
+	ws := &unix.Winsize{Row: size.Rows, Col: size.Cols}
+	if err := unix.IoctlSetWinsize(tty, unix.TIOCSWINSZ, ws); err != nil {
+		unix.Close(master)
+		unix.Close(tty)
+		return -1, -1, fmt.Errorf("size the terminal: %w", err)
+	}
+	return master, tty, nil
 }
 
 // terminalSocket is the pair of sockets for Policy.Terminal: execd's end

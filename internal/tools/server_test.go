@@ -593,7 +593,7 @@ func TestCallDuringShutdown(t *testing.T) {
 		if err := testReaper.Start(cmd); err != nil {
 			t.Fatal(err)
 		}
-		if err := testReaper.Wait(cmd); err != nil || !strings.Contains(out.String(), "--- PASS") {
+		if _, err := testReaper.Wait(cmd); err != nil || !strings.Contains(out.String(), "--- PASS") {
 			t.Fatalf("child: %v\n%s", err, out.String())
 		}
 		return

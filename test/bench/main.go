@@ -49,7 +49,7 @@ func main() {
 		os.Exit(code)
 	}
 	n := flag.Int("n", 400, "samples per round-trip measurement")
-	only := flag.String("only", "", `run one benchmark only: "patch", "policy" or "load"`)
+	only := flag.String("only", "", `run one benchmark only: "patch", "policy", "load" or "sandbox"`)
 	flag.Parse()
 	if err := run(*n, *only); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -87,8 +87,10 @@ func run(n int, only string) error {
 		return flood(bin, cfg, dir, 100_000)
 	case "policy":
 		return policyBench()
+	case "sandbox":
+		return sandboxBench(bin, dir, n)
 	default:
-		return fmt.Errorf("-only %q: the benchmarks that run alone are: patch, policy, load", only)
+		return fmt.Errorf("-only %q: the benchmarks that run alone are: patch, policy, load, sandbox", only)
 	}
 
 	if err := startup(bin, cfg, dir); err != nil {
