@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"sync"
 	"syscall"
 
@@ -111,7 +112,7 @@ func (o *Orchestrator) launcherFor(p sandbox.Policy) (*sandbox.Launcher, error) 
 	case err != nil:
 		return nil, &sandbox.SetupError{Stage: "start", Err: fmt.Errorf("start the sandbox launcher: %w", err)}
 	}
-	o.launchers.all = append(o.launchers.all, l)
+	o.launchers.all = append(slices.DeleteFunc(o.launchers.all, (*sandbox.Launcher).Exited), l)
 	o.launchers.waits.Go(func() {
 		ws, _ := o.reaper.Wait(l.Cmd)
 		o.log.Debug("sandbox launcher exited", zap.Int("pid", l.Cmd.Process.Pid), zap.Int("status", int(ws)))

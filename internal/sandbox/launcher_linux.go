@@ -184,6 +184,16 @@ func (l *Launcher) Alive() bool {
 	return !l.retired
 }
 
+// Exited reports whether the launcher has exited (its socket closed).
+func (l *Launcher) Exited() bool {
+	select {
+	case <-l.gone:
+		return true
+	default:
+		return false
+	}
+}
+
 // Covers reports whether the launcher still enforces what a launch of p
 // would (p differing from the launcher's only in its command): the roots
 // are the directories they were, and every entry a launch would pin or

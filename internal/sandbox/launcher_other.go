@@ -40,6 +40,9 @@ func (*Launcher) Ready(time.Duration) error { return errors.ErrUnsupported }
 // Alive reports false.
 func (*Launcher) Alive() bool { return false }
 
+// Exited reports true.
+func (*Launcher) Exited() bool { return true }
+
 // Covers reports false.
 func (*Launcher) Covers(*Policy) bool { return false }
 
