@@ -46,12 +46,37 @@ func ReadChars(pid int) (uint64, error) {
 }
 
 func parseRChar(b []byte) (uint64, error) {
+	v, ok := field(b, "rchar")
+	if !ok {
+		return 0, errors.New("no rchar in /proc/PID/io")
+	}
+	return strconv.ParseUint(v, 10, 64)
+}
+
+// PidfdPid returns the pid that the pidfd fd of this process refers to,
+// in this process's PID namespace, from the pidfd's fdinfo: -1 once the
+// process has been reaped.
+func PidfdPid(fd int) (int, error) {
+	b, err := os.ReadFile("/proc/self/fdinfo/" + strconv.Itoa(fd))
+	if err != nil {
+		return 0, err
+	}
+	v, ok := field(b, "Pid")
+	if !ok {
+		return 0, errors.New("no Pid in the pidfd's fdinfo")
+	}
+	return strconv.Atoi(v)
+}
+
+// field returns the value of the line "key: value" of a /proc file
+// such as io, status or fdinfo.
+func field(b []byte, key string) (string, bool) {
 	for line := range bytes.SplitSeq(b, []byte("\n")) {
-		if v, ok := bytes.CutPrefix(line, []byte("rchar:")); ok {
-			return strconv.ParseUint(string(bytes.TrimSpace(v)), 10, 64)
+		if v, ok := bytes.CutPrefix(line, []byte(key+":")); ok {
+			return string(bytes.TrimSpace(v)), true
 		}
 	}
-	return 0, errors.New("no rchar in /proc/PID/io")
+	return "", false
 }
 
 // parseStat parses a stat line. The command name is in parentheses and

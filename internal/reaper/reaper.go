@@ -176,30 +176,46 @@ func (r *Reaper) Start(cmd *exec.Cmd) error {
 	// signals under it too, finds every child.
 	r.starting.RLock()
 	defer r.starting.RUnlock()
-	r.mu.Lock()
-	closing := r.closing
-	r.mu.Unlock()
-	if closing {
-		return ErrClosed
-	}
 	r.cg.place(cmd)
-	release, err := r.budget.Admit()
+	pid, err := r.admit(func() (int, error) {
+		if err := cmd.Start(); err != nil {
+			return 0, err
+		}
+		return cmd.Process.Pid, nil
+	})
 	if err != nil {
 		return err
 	}
-	err = cmd.Start()
-	release()
-	if err != nil {
-		return budget.Explain(err)
-	}
-	pid := cmd.Process.Pid
-	_ = r.budget.Cap(pid) // fails only if the command is gone already
 	r.mu.Lock()
 	r.direct[pid] = cmd
 	r.groups[pid] = cmd
 	r.mu.Unlock()
 	r.rescan() // orphans are looked for while commands run
 	return nil
+}
+
+// admit runs start, which makes a process and returns its pid, unless
+// Shutdown has begun or the task budget keeps the last tasks for execd;
+// it names the budget when the kernel refuses the process, and caps the
+// new process's RLIMIT_NPROC. The caller holds starting.
+func (r *Reaper) admit(start func() (int, error)) (int, error) {
+	r.mu.Lock()
+	closing := r.closing
+	r.mu.Unlock()
+	if closing {
+		return 0, ErrClosed
+	}
+	release, err := r.budget.Admit()
+	if err != nil {
+		return 0, err
+	}
+	pid, err := start()
+	release()
+	if err != nil {
+		return 0, budget.Explain(err)
+	}
+	_ = r.budget.Cap(pid) // fails only if the process is gone already
+	return pid, nil
 }
 
 // Run starts cmd and waits for it, like cmd.Run.
@@ -241,23 +257,17 @@ type Remote interface {
 func (r *Reaper) StartRemote(cmd *exec.Cmd, start func() (Remote, error)) error {
 	r.starting.RLock()
 	defer r.starting.RUnlock()
-	r.mu.Lock()
-	closing := r.closing
-	r.mu.Unlock()
-	if closing {
-		return ErrClosed
-	}
-	release, err := r.budget.Admit()
+	var rp Remote
+	pid, err := r.admit(func() (int, error) {
+		var err error
+		if rp, err = start(); err != nil {
+			return 0, err
+		}
+		return rp.Pid(), nil
+	})
 	if err != nil {
 		return err
 	}
-	rp, err := start()
-	release()
-	if err != nil {
-		return budget.Explain(err)
-	}
-	pid := rp.Pid()
-	_ = r.budget.Cap(pid)
 	if cmd.Process, err = os.FindProcess(pid); err != nil {
 		return err // not on Unix
 	}

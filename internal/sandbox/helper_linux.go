@@ -126,12 +126,7 @@ type wireError struct {
 }
 
 func report(status *os.File, stage string, err error) {
-	w := wireError{Stage: stage, Message: err.Error()}
-	var errno syscall.Errno
-	if errors.As(err, &errno) {
-		w.Errno = int(errno)
-	}
-	b, _ := json.Marshal(w)
+	b, _ := json.Marshal(wire(stage, err))
 	_, _ = status.Write(b) // the parent reads until EOF
 	_ = status.Close()
 }

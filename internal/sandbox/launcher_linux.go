@@ -1,8 +1,6 @@
 package sandbox
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,11 +8,11 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/execd/execd/internal/procfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -320,7 +318,7 @@ func (l *Launcher) started(r reply, term bool) (*Process, *os.File, error) {
 		closeAll(r.fds)
 		return nil, nil, &SetupError{Stage: "start", Err: fmt.Errorf("the sandbox launcher sent %d descriptors", len(r.fds))}
 	}
-	pid, err := pidfdPid(r.fds[0])
+	pid, err := procfs.PidfdPid(r.fds[0])
 	_ = unix.Close(r.fds[0])
 	var master *os.File
 	if term {
@@ -343,29 +341,9 @@ func (l *Launcher) started(r reply, term bool) (*Process, *os.File, error) {
 	return p, master, nil
 }
 
-// pidfdPid reads the pid a pidfd refers to in this process's PID
-// namespace, from its fdinfo: -1 once the process is reaped.
-func pidfdPid(fd int) (int, error) {
-	b, err := os.ReadFile("/proc/self/fdinfo/" + strconv.Itoa(fd))
-	if err != nil {
-		return 0, err
-	}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		if v, ok := bytes.CutPrefix(sc.Bytes(), []byte("Pid:")); ok {
-			return strconv.Atoi(string(bytes.TrimSpace(v)))
-		}
-	}
-	return 0, errors.New("no Pid in the pidfd's fdinfo")
-}
-
 // send sends one message, with fds.
 func (l *Launcher) send(m message, fds []int) error {
-	b, _ := json.Marshal(m)
-	var oob []byte
-	if len(fds) > 0 {
-		oob = unix.UnixRights(fds...)
-	}
+	b, oob := m.packet(fds)
 	rc, err := l.ctl.SyscallConn()
 	if err != nil {
 		return err
@@ -393,21 +371,11 @@ func (l *Launcher) read() {
 			close(p.done)
 		}
 	}()
-	rc, err := l.ctl.SyscallConn()
-	if err != nil {
-		return
-	}
 	buf := make([]byte, 4096)
 	oob := make([]byte, unix.CmsgSpace(2*4))
 	for {
-		var n, oobn int
-		var rerr error
-		err := rc.Read(func(fd uintptr) bool {
-			n, oobn, _, _, rerr = unix.Recvmsg(int(fd), buf, oob, unix.MSG_CMSG_CLOEXEC)
-			return !errors.Is(rerr, unix.EAGAIN)
-		})
-		fds := rights(oob[:oobn])
-		if err != nil || rerr != nil || n == 0 {
+		n, fds, err := recvPacket(l.ctl, buf, oob)
+		if err != nil || n == 0 {
 			closeAll(fds)
 			return
 		}

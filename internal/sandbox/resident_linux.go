@@ -427,46 +427,11 @@ func (rs *resident) send(m message, fds []int) {
 // sendLocked sends m; an error means execd is gone, which the read loop
 // finds out.
 func (rs *resident) sendLocked(m message, fds []int) {
-	b, _ := json.Marshal(m)
-	var oob []byte
-	if len(fds) > 0 {
-		oob = unix.UnixRights(fds...)
-	}
+	b, oob := m.packet(fds)
 	for {
 		err := unix.Sendmsg(controlFD, b, oob, nil, unix.MSG_NOSIGNAL)
 		if !errors.Is(err, unix.EINTR) {
 			return
 		}
-	}
-}
-
-func wire(stage string, err error) *wireError {
-	w := &wireError{Stage: stage, Message: err.Error()}
-	var errno syscall.Errno
-	if errors.As(err, &errno) {
-		w.Errno = int(errno)
-	}
-	return w
-}
-
-// rights returns the descriptors a control message carried.
-func rights(oob []byte) []int {
-	msgs, err := unix.ParseSocketControlMessage(oob)
-	if err != nil {
-		return nil
-	}
-	var fds []int
-	for i := range msgs {
-		got, err := unix.ParseUnixRights(&msgs[i])
-		if err == nil {
-			fds = append(fds, got...)
-		}
-	}
-	return fds
-}
-
-func closeAll(fds []int) {
-	for _, fd := range fds {
-		_ = unix.Close(fd)
 	}
 }

@@ -153,36 +153,16 @@ func receiveTerminal(sock *os.File, timeout time.Duration) (*os.File, error) {
 	if err := sock.SetReadDeadline(time.Now().Add(timeout)); err != nil {
 		return nil, fmt.Errorf("receive the terminal: %w", err)
 	}
-	rc, err := sock.SyscallConn()
-	if err != nil {
-		return nil, err
-	}
-	oob := make([]byte, unix.CmsgSpace(4))
-	var n, oobn int
-	var rerr error
-	err = rc.Read(func(fd uintptr) bool {
-		n, oobn, _, _, rerr = unix.Recvmsg(int(fd), make([]byte, 1), oob, unix.MSG_CMSG_CLOEXEC)
-		return !errors.Is(rerr, unix.EAGAIN)
-	})
-	if err == nil {
-		err = rerr
-	}
+	n, fds, err := recvPacket(sock, make([]byte, 1), make([]byte, unix.CmsgSpace(4)))
 	if err == nil && n == 0 {
 		err = errors.New("the sandbox helper sent no terminal")
 	}
+	if err == nil && len(fds) != 1 {
+		err = fmt.Errorf("%d descriptors", len(fds))
+	}
 	if err != nil {
+		closeAll(fds)
 		return nil, fmt.Errorf("receive the terminal: %w", err)
-	}
-	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
-	if err != nil || len(msgs) != 1 {
-		return nil, fmt.Errorf("receive the terminal: %d control messages (%v)", len(msgs), err)
-	}
-	fds, err := unix.ParseUnixRights(&msgs[0])
-	if err != nil || len(fds) != 1 {
-		for _, fd := range fds {
-			unix.Close(fd)
-		}
-		return nil, fmt.Errorf("receive the terminal: %d descriptors (%v)", len(fds), err)
 	}
 	return os.NewFile(uintptr(fds[0]), "/dev/ptmx"), nil
 }
