@@ -1,12 +1,14 @@
 package orchestrator
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"go.uber.org/zap"
@@ -141,8 +143,13 @@ func gitHere(t *testing.T, dir string, args ...string) {
 		"-c", "protocol.file.allow=always", "-c", "init.defaultBranch=main"}, args...)...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("git %q: %v\n%s", args, err, out)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	// Through the process's Reaper, as every child: its orphan scan reaps
+	// a child it did not start ("waitid: no child processes").
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := testReaper.Run(cmd); err != nil {
+		t.Fatalf("git %q: %v\n%s", args, err, out.String())
 	}
 }
 
