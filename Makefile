@@ -19,7 +19,7 @@ FUZZ_TARGETS := ./internal/rpc:FuzzDecode:40000 ./internal/tools:FuzzArgs:300000
 	./internal/patch:FuzzApply:60000 ./internal/gitrepo:FuzzConfig:200000 ./internal/gitrepo:FuzzGitlinks:200000 \
 	./internal/orchestrator:FuzzStartupRefs:100000 ./internal/procfs:FuzzCgroupLines:300000
 
-.PHONY: all build test check fmt-check vet lint unit integration fuzz cross bench soak clean test-deps
+.PHONY: all build test check fmt-check vet lint unit integration fuzz cross bench soak clean test-deps test-hosts
 
 all: build
 
@@ -80,6 +80,22 @@ fuzz:
 ## a slow stderr; fails on a lost reply, a leak or a leftover (test/soak).
 soak: build
 	$(GO) run ./test/soak -execd bin/execd -duration $${SOAK_DURATION:-10m}
+
+# The agent hosts test-hosts drives, pinned: what they send the model and
+# how they answer approvals change between releases.
+CODEX_VERSION  := 0.169.0
+CLAUDE_VERSION := 2.1.331
+HOSTS_CACHE    ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/execd/hosts
+
+## test-hosts: drive the Codex CLI and Claude Code, installed from npm into
+## $(HOSTS_CACHE) (once), with execd as their MCP server against a scripted
+## model on 127.0.0.1 (test/hosts). Needs Node.js, npm and the registry.
+test-hosts:
+	test/hosts/install-host @openai/codex $(CODEX_VERSION) codex $(HOSTS_CACHE)
+	test/hosts/install-host @anthropic-ai/claude-code $(CLAUDE_VERSION) claude $(HOSTS_CACHE)
+	HOSTS_CODEX=$(HOSTS_CACHE)/@openai/codex@$(CODEX_VERSION)/node_modules/.bin/codex \
+	HOSTS_CLAUDE=$(HOSTS_CACHE)/@anthropic-ai/claude-code@$(CLAUDE_VERSION)/node_modules/.bin/claude \
+		$(GO) test -tags hosts -count=1 -v -timeout 30m ./test/hosts/...
 
 ## bench: performance numbers against in-run baselines (see test/bench).
 bench:
