@@ -28,6 +28,9 @@ type Options struct {
 	Orchestrator *orchestrator.Orchestrator
 	// ShellType selects the listed shell family; "" means unified_exec.
 	ShellType ShellType
+	// Structured chooses when results carry structuredContent and tools
+	// an outputSchema; "" means auto.
+	Structured StructuredMode
 	// HideApplyPatch keeps apply_patch out of tools/list (tools.apply_patch
 	// = false).
 	HideApplyPatch bool
@@ -68,6 +71,9 @@ type Server struct {
 	initialized bool               // guarded by mu: initialize was answered
 	ready       bool               // guarded by mu: notifications/initialized arrived
 	client      clientCapabilities // guarded by mu
+	// structured is whether this client gets structuredContent and
+	// outputSchema (guarded by mu; set by initialize).
+	structured bool
 
 	stopLogs chan struct{}
 	loops    sync.WaitGroup
@@ -92,6 +98,9 @@ func New(conn *rpc.Conn, opts Options) (*Server, error) {
 	if opts.ShellType == "" {
 		opts.ShellType = ShellTypeUnifiedExec
 	}
+	if opts.Structured == "" {
+		opts.Structured = StructuredAuto
+	}
 	if opts.DefaultTimeout <= 0 {
 		opts.DefaultTimeout = 10 * time.Second
 	}
@@ -108,7 +117,8 @@ func New(conn *rpc.Conn, opts Options) (*Server, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	s := &Server{opts: opts, log: log, conn: conn, orch: opts.Orchestrator, stopLogs: make(chan struct{})}
+	s := &Server{opts: opts, log: log, conn: conn, orch: opts.Orchestrator, stopLogs: make(chan struct{}),
+		structured: opts.Structured != StructuredNever}
 	s.buildCatalog()
 	s.instr = s.instructions()
 	conn.Handle("initialize", s.initialize)
@@ -251,6 +261,12 @@ func (s *Server) initialize(_ context.Context, req *rpc.Request) (any, error) {
 	}
 	s.initialized = true
 	s.client = p.Capabilities
+	name := ""
+	if p.ClientInfo != nil {
+		name = p.ClientInfo.Name
+	}
+	s.structured = structuredFor(s.opts.Structured, name)
+	structured := s.structured
 	s.mu.Unlock()
 
 	version := protocolVersions[0]
@@ -262,7 +278,8 @@ func (s *Server) initialize(_ context.Context, req *rpc.Request) (any, error) {
 		client = p.ClientInfo.Name + " " + p.ClientInfo.Version
 	}
 	s.log.Info("initialize", zap.String("client", client), zap.String("requested", p.ProtocolVersion),
-		zap.String("protocol", version), zap.Bool("elicitation", p.Capabilities.Elicitation != nil))
+		zap.String("protocol", version), zap.Bool("elicitation", p.Capabilities.Elicitation != nil),
+		zap.Bool("structured_content", structured))
 	return initializeResult{
 		ProtocolVersion: version,
 		Capabilities:    map[string]any{"tools": struct{}{}, "logging": struct{}{}},
@@ -281,9 +298,15 @@ func (s *Server) listTools(_ context.Context, req *rpc.Request) (any, error) {
 	if p.Cursor != nil && *p.Cursor != "" {
 		return nil, rpc.Errorf(rpc.CodeInvalidParams, "invalid params for tools/list: unknown cursor %q (all tools fit in one page)", *p.Cursor)
 	}
-	tools := s.listed
-	if tools == nil {
-		tools = []*toolDef{}
+	tools := make([]*toolDef, 0, len(s.listed))
+	structured := s.isStructured()
+	for _, d := range s.listed {
+		if !structured {
+			plain := *d
+			plain.OutputSchema = nil
+			d = &plain
+		}
+		tools = append(tools, d)
 	}
 	return listToolsResult{Tools: tools}, nil
 }
@@ -306,7 +329,18 @@ func (s *Server) callTool(ctx context.Context, req *rpc.Request) (any, error) {
 	if res.rpcErr != nil {
 		return nil, res.rpcErr
 	}
+	if !s.isStructured() {
+		res.StructuredContent = nil
+	}
 	return res, nil
+}
+
+// isStructured reports whether this client gets structuredContent and
+// outputSchema.
+func (s *Server) isStructured() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.structured
 }
 
 func (s *Server) callable() []string {
