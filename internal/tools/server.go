@@ -43,7 +43,7 @@ type Options struct {
 	// MaxOutputTokens is the model-facing output budget; 0 means 10000.
 	MaxOutputTokens int
 	// MaxPollTime caps an empty write_stdin poll (sessions.max_poll_ms);
-	// 0 means 300 s.
+	// 0 means DefaultMaxPollTime.
 	MaxPollTime time.Duration
 	// ApprovalTimeout bounds the wait for an approval answer
 	// (approval.timeout); 0 means 5 minutes.
