@@ -74,6 +74,7 @@ type Server struct {
 	// structured is whether this client gets structuredContent and
 	// outputSchema (guarded by mu; set by initialize).
 	structured bool
+	protocol   string // guarded by mu: the version initialize agreed on
 
 	stopLogs chan struct{}
 	loops    sync.WaitGroup
@@ -273,6 +274,9 @@ func (s *Server) initialize(_ context.Context, req *rpc.Request) (any, error) {
 	if slices.Contains(protocolVersions, p.ProtocolVersion) {
 		version = p.ProtocolVersion
 	}
+	s.mu.Lock()
+	s.protocol = version
+	s.mu.Unlock()
 	client := "unknown"
 	if p.ClientInfo != nil {
 		client = p.ClientInfo.Name + " " + p.ClientInfo.Version
@@ -333,6 +337,13 @@ func (s *Server) callTool(ctx context.Context, req *rpc.Request) (any, error) {
 		res.StructuredContent = nil
 	}
 	return res, nil
+}
+
+// protocolVersion is the version initialize agreed on; "" before.
+func (s *Server) protocolVersion() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.protocol
 }
 
 // isStructured reports whether this client gets structuredContent and
