@@ -399,7 +399,9 @@ func errorResult(err error) *callResult {
 		de *orchestrator.DeniedError
 	)
 	switch {
-	case errors.As(err, &ae), errors.As(err, &ue), errors.As(err, &us), errors.As(err, &su), errors.Is(err, orchestrator.ErrStdinClosed),
+	case errors.As(err, &us):
+		return textResult(us.Error()+": the session has ended (its exit was reported) or execd restarted since it was started; start the command again with exec_command", true)
+	case errors.As(err, &ae), errors.As(err, &ue), errors.As(err, &su), errors.Is(err, orchestrator.ErrStdinClosed),
 		errors.As(err, &re), errors.As(err, &de), errors.Is(err, patch.ErrImplicit):
 		return textResult(err.Error(), true)
 	case errors.As(err, &we):
