@@ -69,3 +69,28 @@ func TestStructuredContentPerClient(t *testing.T) {
 		})
 	}
 }
+
+// Once stdin ends the client is gone or going: execd's shutdown writes
+// replies but no log notification (issue 14 item 5; SPEC §3.1).
+func TestNoLogNotificationAfterStdinEOF(t *testing.T) {
+	c := startRaw(t, fullAccess)
+	c.initialize()
+	c.send(`{"jsonrpc":"2.0","id":"lvl","method":"logging/setLevel","params":{"level":"debug"}}`,
+		toolCall("run", "shell", map[string]any{"command": []string{"echo", "hi"}}))
+	for ran, logged := false, false; !ran || !logged; { // in any order
+		m := c.recv()
+		ran = ran || string(m.ID) == `"run"`
+		logged = logged || m.Method == "notifications/message"
+	}
+	// A call in flight at EOF is stopped and answered (SPEC §3.1), which
+	// logs.
+	c.send(toolCall("slow", "shell", map[string]any{"command": []string{"sleep", "30"}}))
+	c.ping(1) // the call was read
+	_ = c.stdin.Close()
+	for m := range c.lines { // entries logged before EOF may still come
+		if m.Method == "notifications/message" && (strings.Contains(string(m.Params), "shutting down") ||
+			strings.Contains(string(m.Params), "command finished")) {
+			t.Errorf("log notification after stdin EOF: %s", m.Params)
+		}
+	}
+}

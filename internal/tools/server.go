@@ -77,6 +77,7 @@ type Server struct {
 	protocol   string // guarded by mu: the version initialize agreed on
 
 	stopLogs chan struct{}
+	logsOff  sync.Once // closes stopLogs
 	loops    sync.WaitGroup
 }
 
@@ -222,13 +223,21 @@ func (s *Server) ListedTools() []string {
 
 // Serve serves the connection until the input ends or ctx is done; see
 // [rpc.Conn.Serve]. Requests still running go on until [Server.Shutdown].
+// Log forwarding stops when the input ends: a client that closed its end
+// is gone or going, and only the replies it awaits are still its business.
 func (s *Server) Serve(ctx context.Context) error {
 	if s.opts.Logs != nil {
-		fwdCtx := context.WithoutCancel(ctx) // entries logged during shutdown still go out
+		fwdCtx := context.WithoutCancel(ctx) // entries logged during a signalled shutdown still go out
 		s.loops.Go(func() { s.opts.Logs.forward(fwdCtx, s.conn, s.stopLogs) })
 	}
-	return s.conn.Serve(ctx)
+	err := s.conn.Serve(ctx)
+	if ctx.Err() == nil {
+		s.stopLogging()
+	}
+	return err
 }
+
+func (s *Server) stopLogging() { s.logsOff.Do(func() { close(s.stopLogs) }) }
 
 // Shutdown cancels the requests still running, waits for their replies
 // until ctx is done, and closes the connection. The log forwarder gets
@@ -236,7 +245,7 @@ func (s *Server) Serve(ctx context.Context) error {
 // reading, and is then abandoned to process exit.
 func (s *Server) Shutdown(ctx context.Context) error {
 	err := s.conn.Shutdown(ctx)
-	close(s.stopLogs)
+	s.stopLogging()
 	done := make(chan struct{})
 	go func() { // ends when the forwarder does
 		s.loops.Wait()
