@@ -353,3 +353,53 @@ func needSandbox(t *testing.T) {
 		t.Skipf("this kernel cannot sandbox: %v\n%s", err, out)
 	}
 }
+
+// Choices carry titles a person reads: oneOf of {const, title} for a
+// 2025-11-25 client, enumNames before (issue 14 item 5; SPEC §3.3).
+func TestApprovalChoicesAreTitled(t *testing.T) {
+	for _, version := range []string{"2025-11-25", "2025-06-18"} {
+		t.Run(version, func(t *testing.T) {
+			e := &elicitor{answers: []func(context.Context) (*mcp.ElicitResult, error){decide("allow_once")}}
+			cmd, _ := execdCmd(t, "approval_policy = \"untrusted\"\n"+fullAccess)
+			cs := connect(t, cmd, &mcp.ClientOptions{ElicitationHandler: e.handle}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+			if res, text, _ := callTool(t, cs, "shell_command", map[string]any{"command": "mkdir -p d", "login": false}); res.IsError {
+				t.Fatalf("allowed call: %q", text)
+			}
+			qs := e.questions()
+			if len(qs) != 1 {
+				t.Fatalf("%d questions", len(qs))
+			}
+			b, _ := json.Marshal(qs[0].RequestedSchema)
+			var schema struct {
+				Properties map[string]struct {
+					Enum      []string
+					EnumNames []string
+					OneOf     []struct{ Const, Title string }
+				}
+			}
+			if err := json.Unmarshal(b, &schema); err != nil {
+				t.Fatal(err)
+			}
+			d := schema.Properties["decision"]
+			titles := map[string]string{}
+			if version == "2025-11-25" {
+				if d.Enum != nil || d.EnumNames != nil {
+					t.Errorf("a 2025-11-25 schema with enum: %s", b)
+				}
+				for _, o := range d.OneOf {
+					titles[o.Const] = o.Title
+				}
+			} else {
+				if d.OneOf != nil || len(d.Enum) != len(d.EnumNames) {
+					t.Errorf("a %s schema without matching enumNames: %s", version, b)
+				}
+				for i, c := range d.Enum {
+					titles[c] = d.EnumNames[i]
+				}
+			}
+			if titles["allow_once"] != "Allow once" || titles["allow_session"] != "Allow for this session" || titles["deny"] != "Deny" {
+				t.Errorf("titles %q in %s", titles, b)
+			}
+		})
+	}
+}

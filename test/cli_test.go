@@ -241,11 +241,22 @@ func TestCheckCommand(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("prefix_rule(pattern=[\"git\"])\nprefix_rule(pattern=[\"x\"], justification=\" \")\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Codex's dialect: for and if at the top level (SPEC §7.3).
+	loop := filepath.Join(dir, "loop.rules")
+	if err := os.WriteFile(loop, []byte("for vcs in [\"hg\", \"svn\"]:\n    if vcs == \"hg\":\n"+
+		"        prefix_rule(pattern=[vcs, \"push\"], decision=\"forbidden\")\n    else:\n"+
+		"        prefix_rule(pattern=[vcs, \"commit\"], decision=\"prompt\")\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		args           []string
 		code           int
 		stdout, stderr string
 	}{
+		{[]string{"check", "--rules", loop, "--", "hg", "push"}, 0,
+			`{"matchedRules":[{"prefixRuleMatch":{"matchedPrefix":["hg","push"],"decision":"forbidden"}}],"decision":"forbidden"}` + "\n", ""},
+		{[]string{"check", "--rules", loop, "--", "svn", "commit"}, 0,
+			`{"matchedRules":[{"prefixRuleMatch":{"matchedPrefix":["svn","commit"],"decision":"prompt"}}],"decision":"prompt"}` + "\n", ""},
 		{[]string{"check", "--rules", rules, "--", "git", "push", "origin"}, 0,
 			`{"matchedRules":[{"prefixRuleMatch":{"matchedPrefix":["git"],"decision":"prompt"}},{"prefixRuleMatch":{"matchedPrefix":["git","push"],"decision":"forbidden","justification":"not from here"}}],"decision":"forbidden"}` + "\n", ""},
 		{[]string{"check", "--rules", rules, "ls", "-l"}, 0, `{"matchedRules":[]}` + "\n", ""},

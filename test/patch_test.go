@@ -250,3 +250,19 @@ func TestApplyPatchCLI(t *testing.T) {
 		}
 	}
 }
+
+// TestApplyPatchKeepsContextLines: a context line that matched only
+// after trimming or normalising stays byte for byte as the file has it;
+// only the removed and added lines change (SPEC §6.2).
+func TestApplyPatchKeepsContextLines(t *testing.T) {
+	dir := t.TempDir()
+	writeTestFile(t, filepath.Join(dir, "f.txt"), "alpha   \nbeta\n\u201cgamma\u201d \u2013 x\n")
+	patch := "*** Begin Patch\n*** Update File: f.txt\n@@\n alpha\n-beta\n+BETA\n \"gamma\" - x\n*** End Patch\n"
+	r := runCLI(t, fullAccess, "apply-patch", "--cwd", dir, patch)
+	if r.code != 0 || r.stdout != "Success. Updated the following files:\nM f.txt\n" {
+		t.Fatalf("apply-patch: %+v", r)
+	}
+	if got, want := fileContent(t, filepath.Join(dir, "f.txt")), "alpha   \nBETA\n\u201cgamma\u201d \u2013 x\n"; got != want {
+		t.Errorf("f.txt = %q, want %q", got, want)
+	}
+}

@@ -257,9 +257,11 @@ func TestSandboxThroughTheTools(t *testing.T) {
 		if !res.IsError || est == nil || !est.SandboxDenied || !says(text, denied) {
 			t.Errorf("a denied write: isError %v %q %+v; want sandbox_denied", res.IsError, text, est)
 		}
-		_, _, est = callTool(t, cs, "shell_command", map[string]any{"command": "exit 1", "login": false})
-		if est == nil || est.SandboxDenied {
-			t.Errorf("a plain failure: %+v; want no sandbox_denied", est)
+		for _, plain := range []string{"exit 1", "echo 'FAIL internal/sandbox (seccomp, landlock)'; exit 1"} {
+			_, _, est = callTool(t, cs, "shell_command", map[string]any{"command": plain, "login": false})
+			if est == nil || est.SandboxDenied {
+				t.Errorf("a plain failure %q: %+v; want no sandbox_denied", plain, est)
+			}
 		}
 		_, st2, _ := session(t, cs, "exec_command", map[string]any{"cmd": "touch /etc/execd-it-denied", "login": false})
 		if !st2.SandboxDenied {

@@ -128,7 +128,7 @@ func TestSDKPollReturnsWhenTheProcessExits(t *testing.T) {
 		t.Errorf("exec_command waited %.1f s for a 1 s command", st.WallTimeSeconds)
 	}
 	text, _, isErr := session(t, cs, "write_stdin", map[string]any{"session_id": id})
-	if !isErr || text != fmt.Sprintf("unknown session_id %d", id) {
+	if !isErr || text != fmt.Sprintf("unknown session_id %d: the session has ended (its exit was reported) or execd restarted since it was started; start the command again with exec_command", id) {
 		t.Errorf("after its exit was reported: %q", text)
 	}
 }

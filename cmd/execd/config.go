@@ -65,6 +65,7 @@ type config struct {
 		ShellType       string
 		ApplyPatch      bool
 		AllowLoginShell bool
+		Structured      string
 	}
 	Exec struct {
 		DefaultTimeout  time.Duration
@@ -623,6 +624,7 @@ func assign(v map[string]any) *config {
 	c.Tools.ShellType = v["tools.shell_type"].(string)
 	c.Tools.ApplyPatch = v["tools.apply_patch"].(bool)
 	c.Tools.AllowLoginShell = v["tools.allow_login_shell"].(bool)
+	c.Tools.Structured = v["tools.structured_content"].(string)
 	c.Exec.DefaultTimeout = time.Duration(v["exec.default_timeout_ms"].(int64)) * time.Millisecond
 	c.Exec.MaxOutputTokens = int(v["exec.max_output_tokens"].(int64))
 	c.Exec.MaxConcurrent = int(v["exec.max_concurrent"].(int64))

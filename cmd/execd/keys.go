@@ -51,6 +51,7 @@ var keys = []keySpec{
 	{name: "tools.shell_type", kind: kString, enum: []string{"unified_exec", "shell_command", "shell", "disabled"}},
 	{name: "tools.apply_patch", kind: kBool},
 	{name: "tools.allow_login_shell", kind: kBool},
+	{name: "tools.structured_content", kind: kString, enum: []string{"auto", "always", "never"}},
 	{name: "exec.default_timeout_ms", kind: kInt, min: 1, max: tools.MaxTimeoutMs},
 	{name: "exec.max_output_tokens", kind: kInt, min: 1},
 	{name: "exec.max_concurrent", kind: kInt, min: 1, max: 65536},

@@ -250,7 +250,9 @@ func (o *Orchestrator) startSession(ctx context.Context, req SessionRequest, c c
 // WriteSession writes req.Chars to a session and collects its output
 // until it exits, the yield passes, or — after non-empty input on a
 // terminal — it waits for input again. An exit is reported once: the
-// session is then gone. When ctx ends the call only stops waiting.
+// session is then gone. When ctx ends the call only stops waiting, and
+// takes nothing: a client that cancelled it gets no reply, so the output
+// (and the exit) stay in the session for the next call (SPEC §4.4).
 //
 // Errors: *UnknownSessionError; ErrStdinClosed for text to a session
 // without a terminal (only \x03 and \x1c are accepted: SIGINT, SIGQUIT);
@@ -285,11 +287,12 @@ func (o *Orchestrator) WriteSession(ctx context.Context, req WriteRequest) (*Chu
 	s.setObserver(req.Output)
 	defer s.setObserver(nil)
 	outcome := s.collect(ctx, deadline, early)
+	if outcome == cancelled {
+		return &Chunk{Argv: s.argv, ID: req.ID, Max: s.o.sessions.Max(), Sandboxed: s.label != "none",
+			Stopped: context.Cause(ctx), Wall: time.Since(start)}, nil
+	}
 	chunk := s.chunk(start)
 	chunk.Waiting = outcome == waitingInput
-	if outcome == cancelled {
-		chunk.Stopped = context.Cause(ctx)
-	}
 	if chunk.Exit != nil {
 		s.reported = true
 		o.sessions.RemoveIf(req.ID, s, func(a, b *session) bool { return a == b })

@@ -91,9 +91,26 @@ func locate(t *text, chunks []Chunk, name string) ([]replacement, error) {
 		if i < 0 {
 			return nil, failf("Failed to find expected lines in %s:\n%s", name, strings.Join(c.Old, "\n"))
 		}
+		lines = keep(t.lines[i:i+len(old)], lines, c.Kept)
 		reps = append(reps, replacement{start: i, n: len(old), lines: lines})
 		cursor = i + len(old)
 	}
 	slices.SortStableFunc(reps, func(a, b replacement) int { return cmp.Compare(a.start, b.start) })
 	return reps, nil
+}
+
+// keep returns lines, the new lines of a chunk, with each context line
+// replaced by the file line it matched: a line the patch does not change
+// stays as the file has it, even where only a looser pass of the search
+// matched it (other whitespace, typographic characters, a CR of a file
+// with mixed line ends). A context line that the search dropped (the
+// empty last line that stood for the final newline) is not in matched.
+func keep(matched, lines []string, kept []Kept) []string {
+	out := slices.Clone(lines)
+	for _, k := range kept {
+		if k.Old < len(matched) && k.New < len(out) {
+			out[k.New] = matched[k.Old]
+		}
+	}
+	return out
 }

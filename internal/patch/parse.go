@@ -51,9 +51,16 @@ type Chunk struct {
 	Context    string
 	HasContext bool
 	Old, New   []string
+	// Kept lists the context lines, in order: the lines the chunk does
+	// not change, which keep the text the file has (SPEC §6.2).
+	Kept []Kept
 	// EOF: the chunk matches only at the end of the file.
 	EOF bool
 }
+
+// Kept is a context line of a [Chunk]: Old[Old] and New[New] are the
+// same line.
+type Kept struct{ Old, New int }
 
 // ParseError is a patch that does not follow the format. Line is the
 // 1-based line of the patch text it is about, or 0 when it is about the
@@ -271,12 +278,12 @@ func parseChunk(lines []line, first bool) (Chunk, int, error) {
 			break
 		}
 		if text == "" {
-			c.Old, c.New = append(c.Old, ""), append(c.New, "")
+			c.keep("")
 			continue
 		}
 		switch rest := text[1:]; text[0] {
 		case ' ':
-			c.Old, c.New = append(c.Old, rest), append(c.New, rest)
+			c.keep(rest)
 		case '+':
 			c.New = append(c.New, rest)
 		case '-':
@@ -294,6 +301,12 @@ func parseChunk(lines []line, first bool) (Chunk, int, error) {
 		}
 	}
 	return c, n, nil
+}
+
+// keep adds a context line to c.
+func (c *Chunk) keep(line string) {
+	c.Kept = append(c.Kept, Kept{Old: len(c.Old), New: len(c.New)})
+	c.Old, c.New = append(c.Old, line), append(c.New, line)
 }
 
 // Error is a patch that cannot be applied; Msg is the message of SPEC

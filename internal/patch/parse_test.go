@@ -26,7 +26,7 @@ func TestParse(t *testing.T) {
 				{Op: Add, Path: "other.py", Contents: "content\n"},
 			}},
 		{"first chunk without @@", "*** Begin Patch\n*** Update File: file2.py\n import foo\n+bar\n*** End Patch",
-			[]Hunk{{Op: Update, Path: "file2.py", Chunks: []Chunk{{Old: []string{"import foo"}, New: []string{"import foo", "bar"}}}}}},
+			[]Hunk{{Op: Update, Path: "file2.py", Chunks: []Chunk{{Old: []string{"import foo"}, New: []string{"import foo", "bar"}, Kept: []Kept{{0, 0}}}}}}},
 		{"end of file chunk", "*** Begin Patch\n*** Update File: f\n@@\n-last\n+new\n*** End of File\n*** End Patch",
 			[]Hunk{{Op: Update, Path: "f", Chunks: []Chunk{{Old: []string{"last"}, New: []string{"new"}, EOF: true}}}}},
 		{"empty add", "*** Begin Patch\n*** Add File: empty\n*** End Patch",
@@ -35,7 +35,7 @@ func TestParse(t *testing.T) {
 			[]Hunk{{Op: Delete, Path: "a"}, {Op: Update, Path: "b", Chunks: []Chunk{
 				// Within a chunk an empty line is empty context, and a
 				// line of spaces is context too.
-				{Old: []string{"x", "", " "}, New: []string{"y", "", " "}},
+				{Old: []string{"x", "", " "}, New: []string{"y", "", " "}, Kept: []Kept{{1, 1}, {2, 2}}},
 				{Context: "ctx", HasContext: true, Old: []string{"p"}},
 			}}}},
 		{"CRLF and padded markers", "  *** Begin Patch \r\n *** Add File: a \r\n+x\r\n*** End Patch  \r\n",

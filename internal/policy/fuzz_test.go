@@ -64,6 +64,8 @@ func FuzzRules(f *testing.F) {
 		`host_executable(name="git", paths=["/usr/bin/git"])`,
 		`[x for x in range(100)]`,
 		`prefix_rule(pattern=["a\"b", "ü\\n"])`,
+		"for t in [\"a\", \"b\"]:\n    if t != \"b\":\n        prefix_rule(pattern=[t])\n",
+		"def f(n):\n    return f(n + 1)\nf(0)\n",
 	} {
 		f.Add(s)
 	}

@@ -79,21 +79,56 @@ type File struct {
 func ParseFile(name string, src []byte) (*File, error) {
 	f := &File{Name: name, HostExecutables: map[string][]string{}}
 	thread := &starlark.Thread{Name: name, Print: func(*starlark.Thread, string) {}}
-	thread.SetMaxExecutionSteps(maxSteps)
+	bound(thread)
 	predeclared := starlark.StringDict{
 		"prefix_rule":     starlark.NewBuiltin("prefix_rule", f.prefixRule),
 		"network_rule":    starlark.NewBuiltin("network_rule", f.networkRule),
 		"host_executable": starlark.NewBuiltin("host_executable", f.hostExecutable),
 	}
-	if _, err := starlark.ExecFileOptions(&syntax.FileOptions{}, thread, name, src, predeclared); err != nil {
+	if _, err := starlark.ExecFileOptions(dialect(), thread, name, src, predeclared); err != nil {
 		return nil, locate(name, err)
 	}
 	return f, nil
 }
 
-// maxSteps bounds the work of evaluating a rules file: a comprehension
-// over a huge range fails instead of hanging execd's start.
-const maxSteps = 1 << 22
+// dialect is the Starlark that Codex reads rules files in: starlark-rust's
+// Extended dialect (codex-rs/execpolicy parser.rs) lets for and if
+// statements stand at the top level, assigns a global again and again
+// (`count += 1` in such a loop) and lets a function call itself. Its
+// standard globals have no set and its grammar no while, so neither is
+// allowed here. What go.starlark.net cannot parse at all (f-strings, type
+// annotations, decorators) fails to load (SPEC §7.3).
+func dialect() *syntax.FileOptions {
+	return &syntax.FileOptions{TopLevelControl: true, GlobalReassign: true, Recursion: true}
+}
+
+// The bounds of evaluating a rules file. maxSteps: a comprehension over a
+// huge range fails instead of hanging execd's start. maxCallDepth: runaway
+// recursion fails after as many nested calls as Codex allows
+// (starlark-rust's MAX_CALLSTACK_RECURSION, 40), long before go.starlark.net's
+// own limit of 100,000 frames, which takes seconds and hundreds of MiB of
+// stack to reach.
+const (
+	maxSteps     = 1 << 22
+	maxCallDepth = 40
+)
+
+// bound makes thread stop at maxSteps steps or maxCallDepth nested calls.
+// go.starlark.net has no depth limit to set, so the step limit is moved
+// one step on at a time and each step looks at the depth too.
+func bound(thread *starlark.Thread) {
+	thread.SetMaxExecutionSteps(1)
+	thread.OnMaxSteps = func(th *starlark.Thread) {
+		switch {
+		case th.ExecutionSteps() >= maxSteps:
+			th.Cancel("too many steps")
+		case th.CallStackDepth() > maxCallDepth+1: // the file's top level is a frame too
+			th.Cancel(fmt.Sprintf("more than %d nested calls", maxCallDepth))
+		default:
+			th.SetMaxExecutionSteps(th.ExecutionSteps() + 1)
+		}
+	}
+}
 
 // LoadFile reads and parses a rules file.
 func LoadFile(path string) (*File, error) {

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -116,5 +117,90 @@ host_executable(name = "git", paths = ["/usr/bin/git", "/usr/bin/git", "/opt/bin
 	}
 	if got := f.HostExecutables["git"]; !slices.Equal(got, []string{"/usr/bin/git", "/opt/bin/git"}) {
 		t.Errorf("host_executable: %q", got)
+	}
+}
+
+// TestRulesCodexDialect: Codex reads rules files with starlark-rust's
+// Extended dialect, which allows for and if at the top level, assigns a
+// global more than once and lets a function call itself; a file written
+// for Codex that does so loads here too.
+func TestRulesCodexDialect(t *testing.T) {
+	f := mustParse(t, `
+VCS = ["git", "hg"]
+for tool in VCS:
+    prefix_rule(pattern = [tool, "status"], match = [tool + " status"])
+
+if len(VCS) > 1:
+    rm = "forbidden"
+else:
+    rm = "prompt"
+prefix_rule(pattern = ["rm"], decision = rm)
+
+count = 0
+for tool in VCS:
+    count += 1
+decision = "allow"
+decision = "prompt" if count > 1 else decision
+prefix_rule(pattern = ["curl"], decision = decision)
+
+def expand(prefix, rest):
+    if not rest:
+        prefix_rule(pattern = prefix, decision = "prompt")
+        return
+    for alt in rest[0]:
+        expand(prefix + [alt], rest[1:])
+
+expand(["npm"], [["i", "install"], ["-g", "--global"]])
+
+shout = lambda s, *, suffix = "!": s.upper() + suffix
+prefix_rule(pattern = [shout("make", suffix = "")])
+`)
+	tests := []struct {
+		argv     string
+		decision Decision
+	}{
+		{"git status", Allow},
+		{"hg status -v", Allow},
+		{"rm -rf x", Forbidden},
+		{"curl example.com", Prompt},
+		{"npm i -g leftpad", Prompt},
+		{"npm install --global leftpad", Prompt},
+		{"npm install leftpad", 0},
+		{"MAKE all", Allow},
+	}
+	for _, tt := range tests {
+		if ev := NewRules(f).Evaluate([][]string{words(tt.argv)}, nil); ev.Decision != tt.decision {
+			t.Errorf("%s: %v; want %v", tt.argv, ev.Decision, tt.decision)
+		}
+	}
+	if len(f.Rules) != 9 {
+		t.Errorf("%d rules, want 9", len(f.Rules))
+	}
+}
+
+// TestRulesDialectLimits: what Codex's dialect refuses is refused here
+// too (no while, no set), and recursion is bounded as in Codex: a
+// runaway function fails after 40 nested calls, not after the 100,000
+// that go.starlark.net allows (seconds and hundreds of MiB of stack).
+func TestRulesDialectLimits(t *testing.T) {
+	tests := []struct{ name, src, want string }{
+		{"while", "def f():\n    while True:\n        pass\n", "does not support while loops"},
+		{"set", "s = set([1])\n", "does not support sets"},
+		{"runaway recursion", "def f(n):\n    return f(n + 1)\n\nf(0)\n", "test.rules:2:12: Starlark computation cancelled: more than 40 nested calls"},
+		{"mutual recursion", "def a():\n    b()\ndef b():\n    a()\na()\n", "more than 40 nested calls"},
+		{"f-string, which go.starlark.net cannot parse", "x = \"a\"\nprefix_rule(pattern = [f\"{x}\"])\n", "test.rules:2:"},
+		{"endless work", "[x for x in range(1 << 40)]\n", "test.rules:1:2: Starlark computation cancelled: too many steps"},
+	}
+	for _, tt := range tests {
+		_, err := ParseFile("test.rules", []byte(tt.src))
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: error %v; want it to contain %q", tt.name, err, tt.want)
+		}
+	}
+	// 40 nested calls are fine, 41 are not.
+	nest := "def f(n):\n    if n > 1:\n        f(n - 1)\n\nf(%d)\n"
+	mustParse(t, fmt.Sprintf(nest, 40))
+	if _, err := ParseFile("test.rules", []byte(fmt.Sprintf(nest, 41))); err == nil {
+		t.Error("41 nested calls: no error")
 	}
 }

@@ -3,9 +3,13 @@ package sandbox
 import "strings"
 
 // denialWords are what a command says when the sandbox stopped it (SPEC
-// §8.4, compat), compared case-insensitively.
+// §8.4), compared case-insensitively: Codex's list without its bare
+// "sandbox", "seccomp" and "landlock". execd's sandbox makes a refused call
+// fail with the errors below (or SIGSYS), and as plain words they made any
+// failed command that mentioned them a denial: `go test ./sandbox/` failing,
+// `grep -r sandbox` with a match and a later error.
 var denialWords = []string{"operation not permitted", "permission denied", "read-only file system",
-	"seccomp", "sandbox", "landlock", "failed to write file"}
+	"failed to write file"}
 
 // LooksDenied reports whether a sandboxed command that exited with code
 // and printed output was probably stopped by the sandbox (SPEC §8.4): a

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/execd/execd/internal/orchestrator"
+	"github.com/execd/execd/internal/policy"
 )
 
 // DefaultApprovalTimeout is approval.timeout's default.
@@ -29,11 +31,34 @@ type elicitSchema struct {
 	Required   []string                  `json:"required"`
 }
 
+// elicitProperty is a single-select enum: titled by oneOf since
+// 2025-11-25, by enumNames before.
 type elicitProperty struct {
-	Type        string   `json:"type"`
-	Title       string   `json:"title,omitempty"`
-	Description string   `json:"description,omitempty"`
-	Enum        []string `json:"enum"`
+	Type        string        `json:"type"`
+	Title       string        `json:"title,omitempty"`
+	Description string        `json:"description,omitempty"`
+	Enum        []string      `json:"enum,omitempty"`
+	EnumNames   []string      `json:"enumNames,omitempty"`
+	OneOf       []titledValue `json:"oneOf,omitempty"`
+}
+
+type titledValue struct {
+	Const string `json:"const"`
+	Title string `json:"title"`
+}
+
+// decisionProperty offers choices with the titles a person reads, in the
+// form the negotiated protocol version knows.
+func decisionProperty(protocol string, choices, titles []string, explain string) elicitProperty {
+	p := elicitProperty{Type: "string", Title: "Decision", Description: explain}
+	if protocol < "2025-11-25" {
+		p.Enum, p.EnumNames = choices, titles
+		return p
+	}
+	for i, c := range choices {
+		p.OneOf = append(p.OneOf, titledValue{Const: c, Title: titles[i]})
+	}
+	return p
 }
 
 type elicitResult struct {
@@ -59,19 +84,19 @@ func (a approver) Approve(ctx context.Context, q orchestrator.Question) (orchest
 		return orchestrator.Deny, fmt.Errorf("%w, and approval.without_client_support is deny", err)
 	}
 	choices := []string{"allow_once", "allow_session", "deny"}
+	titles := []string{"Allow once", "Allow for this session", "Deny"}
 	explain := "allow_once runs it this time; allow_session also allows the same command again on this connection; deny does not run it"
 	if q.Prefix != nil {
-		choices = []string{"allow_once", "allow_session", "allow_prefix", "deny"}
+		choices = slices.Insert(choices, 2, "allow_prefix")
+		titles = slices.Insert(titles, 2, "Always allow commands starting with `"+policy.ShellJoin(q.Prefix)+"`")
 		explain += "; allow_prefix runs it and allows every command starting with the prefix from now on"
 	}
 	params := elicitParams{
 		Message: q.Message(),
 		RequestedSchema: elicitSchema{
-			Type: "object",
-			Properties: map[string]elicitProperty{"decision": {
-				Type: "string", Title: "Decision", Description: explain, Enum: choices,
-			}},
-			Required: []string{"decision"},
+			Type:       "object",
+			Properties: map[string]elicitProperty{"decision": decisionProperty(s.protocolVersion(), choices, titles, explain)},
+			Required:   []string{"decision"},
 		},
 	}
 	wait, cancel := context.WithTimeoutCause(ctx, s.opts.ApprovalTimeout, errApprovalTimeout)

@@ -117,7 +117,7 @@ func shellCommandDef(allowLogin bool) *toolDef {
 // The unified exec descriptions follow Codex's, plus what the terminal
 // does to long input lines (DEPS.md §D: canonical mode keeps 4095 bytes).
 const (
-	execCommandDescription = "Runs a command in a PTY, returning output or a session ID for ongoing interaction."
+	execCommandDescription = "Runs a command (in a PTY when tty is true, else on pipes), returning output or a session ID for ongoing interaction."
 	writeStdinDescription  = "Writes characters to an existing unified exec session and returns recent output.\n" +
 		"- On a session started with tty: true, the terminal cuts an input line after 4095 bytes: send longer input in pieces or through a file."
 	maxTokensDescription = "Maximum number of tokens to return. Excess output will be truncated."

@@ -115,13 +115,19 @@ func (f *LogForwarder) Write(e zapcore.Entry, fields []zapcore.Field) error {
 // Sync implements zapcore.Core.
 func (f *LogForwarder) Sync() error { return nil }
 
-// forward sends queued entries until stop is closed.
+// forward sends queued entries until stop is closed; none logged after
+// that is sent.
 func (f *LogForwarder) forward(ctx context.Context, conn *rpc.Conn, stop <-chan struct{}) {
 	for {
 		select {
 		case <-stop:
 			return
 		case m := <-f.shared.queue:
+			select { // select picks at random when both are ready
+			case <-stop:
+				return
+			default:
+			}
 			_ = conn.Notify(ctx, "notifications/message", m) // best effort: the client may be gone
 		}
 	}

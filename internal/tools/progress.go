@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -19,12 +20,19 @@ const progressInterval = 100 * time.Millisecond
 // progressLineRunes is the longest line a progress message carries.
 const progressLineRunes = 200
 
+// keepAliveInterval is how long a call with a progress token goes without
+// a notification while no output comes: hosts that reset their timeout on
+// progress then keep waiting for a long poll (SPEC §3.4).
+const keepAliveInterval = 5 * time.Second
+
 // progress sends notifications/progress for one tool call: the output
-// bytes so far (strictly increasing) and the latest complete line.
+// bytes so far plus the keep-alives sent (strictly increasing) and the
+// latest complete line.
 type progress struct {
-	ctx   context.Context
-	conn  *rpc.Conn
-	token json.RawMessage
+	ctx       context.Context
+	conn      *rpc.Conn
+	token     json.RawMessage
+	keepAlive time.Duration
 
 	mu      sync.Mutex
 	total   int64                          // guarded by mu
@@ -41,7 +49,7 @@ func startProgress(ctx context.Context, conn *rpc.Conn, token json.RawMessage) *
 	if len(token) == 0 || string(token) == "null" {
 		return nil
 	}
-	p := &progress{ctx: ctx, conn: conn, token: token,
+	p := &progress{ctx: ctx, conn: conn, token: token, keepAlive: keepAliveInterval,
 		partial: map[orchestrator.Stream][]byte{}, stopCh: make(chan struct{})}
 	p.loop.Go(p.run)
 	return p
@@ -76,12 +84,14 @@ func progressLine(b []byte) string {
 	return string([]rune(s)[:progressLineRunes])
 }
 
-// run sends at most one notification per interval while output grows. It
-// exits when stop is called.
+// run sends at most one notification per interval while output grows,
+// and a keep-alive after each keepAlive without one. It exits when stop
+// is called.
 func (p *progress) run() {
 	t := time.NewTicker(progressInterval)
 	defer t.Stop()
-	var sent int64
+	var sent, keepAlives int64
+	last := time.Now() // of the last notification, or the start
 	for {
 		select {
 		case <-p.stopCh:
@@ -91,12 +101,19 @@ func (p *progress) run() {
 		p.mu.Lock()
 		total, line := p.total, p.line
 		p.mu.Unlock()
-		if total <= sent {
+		msg := line
+		switch {
+		case total > sent:
+			sent = total
+		case time.Since(last) >= p.keepAlive:
+			keepAlives++
+			msg = fmt.Sprintf("still running, no new output for %ds", int(time.Since(last).Seconds()))
+		default:
 			continue
 		}
-		sent = total
+		last = time.Now()
 		_ = p.conn.Notify(p.ctx, "notifications/progress",
-			progressParams{ProgressToken: p.token, Progress: total, Message: line}) // best effort
+			progressParams{ProgressToken: p.token, Progress: sent + keepAlives, Message: msg}) // best effort
 	}
 }
 

@@ -28,6 +28,9 @@ type Options struct {
 	Orchestrator *orchestrator.Orchestrator
 	// ShellType selects the listed shell family; "" means unified_exec.
 	ShellType ShellType
+	// Structured chooses when results carry structuredContent and tools
+	// an outputSchema; "" means auto.
+	Structured StructuredMode
 	// HideApplyPatch keeps apply_patch out of tools/list (tools.apply_patch
 	// = false).
 	HideApplyPatch bool
@@ -40,7 +43,7 @@ type Options struct {
 	// MaxOutputTokens is the model-facing output budget; 0 means 10000.
 	MaxOutputTokens int
 	// MaxPollTime caps an empty write_stdin poll (sessions.max_poll_ms);
-	// 0 means 300 s.
+	// 0 means DefaultMaxPollTime.
 	MaxPollTime time.Duration
 	// ApprovalTimeout bounds the wait for an approval answer
 	// (approval.timeout); 0 means 5 minutes.
@@ -68,8 +71,13 @@ type Server struct {
 	initialized bool               // guarded by mu: initialize was answered
 	ready       bool               // guarded by mu: notifications/initialized arrived
 	client      clientCapabilities // guarded by mu
+	// structured is whether this client gets structuredContent and
+	// outputSchema (guarded by mu; set by initialize).
+	structured bool
+	protocol   string // guarded by mu: the version initialize agreed on
 
 	stopLogs chan struct{}
+	logsOff  sync.Once // closes stopLogs
 	loops    sync.WaitGroup
 }
 
@@ -92,6 +100,9 @@ func New(conn *rpc.Conn, opts Options) (*Server, error) {
 	if opts.ShellType == "" {
 		opts.ShellType = ShellTypeUnifiedExec
 	}
+	if opts.Structured == "" {
+		opts.Structured = StructuredAuto
+	}
 	if opts.DefaultTimeout <= 0 {
 		opts.DefaultTimeout = 10 * time.Second
 	}
@@ -108,7 +119,8 @@ func New(conn *rpc.Conn, opts Options) (*Server, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	s := &Server{opts: opts, log: log, conn: conn, orch: opts.Orchestrator, stopLogs: make(chan struct{})}
+	s := &Server{opts: opts, log: log, conn: conn, orch: opts.Orchestrator, stopLogs: make(chan struct{}),
+		structured: opts.Structured != StructuredNever}
 	s.buildCatalog()
 	s.instr = s.instructions()
 	conn.Handle("initialize", s.initialize)
@@ -211,13 +223,21 @@ func (s *Server) ListedTools() []string {
 
 // Serve serves the connection until the input ends or ctx is done; see
 // [rpc.Conn.Serve]. Requests still running go on until [Server.Shutdown].
+// Log forwarding stops when the input ends: a client that closed its end
+// is gone or going, and only the replies it awaits are still its business.
 func (s *Server) Serve(ctx context.Context) error {
 	if s.opts.Logs != nil {
-		fwdCtx := context.WithoutCancel(ctx) // entries logged during shutdown still go out
+		fwdCtx := context.WithoutCancel(ctx) // entries logged during a signalled shutdown still go out
 		s.loops.Go(func() { s.opts.Logs.forward(fwdCtx, s.conn, s.stopLogs) })
 	}
-	return s.conn.Serve(ctx)
+	err := s.conn.Serve(ctx)
+	if ctx.Err() == nil {
+		s.stopLogging()
+	}
+	return err
 }
+
+func (s *Server) stopLogging() { s.logsOff.Do(func() { close(s.stopLogs) }) }
 
 // Shutdown cancels the requests still running, waits for their replies
 // until ctx is done, and closes the connection. The log forwarder gets
@@ -225,7 +245,7 @@ func (s *Server) Serve(ctx context.Context) error {
 // reading, and is then abandoned to process exit.
 func (s *Server) Shutdown(ctx context.Context) error {
 	err := s.conn.Shutdown(ctx)
-	close(s.stopLogs)
+	s.stopLogging()
 	done := make(chan struct{})
 	go func() { // ends when the forwarder does
 		s.loops.Wait()
@@ -251,18 +271,28 @@ func (s *Server) initialize(_ context.Context, req *rpc.Request) (any, error) {
 	}
 	s.initialized = true
 	s.client = p.Capabilities
+	name := ""
+	if p.ClientInfo != nil {
+		name = p.ClientInfo.Name
+	}
+	s.structured = structuredFor(s.opts.Structured, name)
+	structured := s.structured
 	s.mu.Unlock()
 
 	version := protocolVersions[0]
 	if slices.Contains(protocolVersions, p.ProtocolVersion) {
 		version = p.ProtocolVersion
 	}
+	s.mu.Lock()
+	s.protocol = version
+	s.mu.Unlock()
 	client := "unknown"
 	if p.ClientInfo != nil {
 		client = p.ClientInfo.Name + " " + p.ClientInfo.Version
 	}
 	s.log.Info("initialize", zap.String("client", client), zap.String("requested", p.ProtocolVersion),
-		zap.String("protocol", version), zap.Bool("elicitation", p.Capabilities.Elicitation != nil))
+		zap.String("protocol", version), zap.Bool("elicitation", p.Capabilities.Elicitation != nil),
+		zap.Bool("structured_content", structured))
 	return initializeResult{
 		ProtocolVersion: version,
 		Capabilities:    map[string]any{"tools": struct{}{}, "logging": struct{}{}},
@@ -281,9 +311,15 @@ func (s *Server) listTools(_ context.Context, req *rpc.Request) (any, error) {
 	if p.Cursor != nil && *p.Cursor != "" {
 		return nil, rpc.Errorf(rpc.CodeInvalidParams, "invalid params for tools/list: unknown cursor %q (all tools fit in one page)", *p.Cursor)
 	}
-	tools := s.listed
-	if tools == nil {
-		tools = []*toolDef{}
+	tools := make([]*toolDef, 0, len(s.listed))
+	structured := s.isStructured()
+	for _, d := range s.listed {
+		if !structured {
+			plain := *d
+			plain.OutputSchema = nil
+			d = &plain
+		}
+		tools = append(tools, d)
 	}
 	return listToolsResult{Tools: tools}, nil
 }
@@ -306,7 +342,25 @@ func (s *Server) callTool(ctx context.Context, req *rpc.Request) (any, error) {
 	if res.rpcErr != nil {
 		return nil, res.rpcErr
 	}
+	if !s.isStructured() {
+		res.StructuredContent = nil
+	}
 	return res, nil
+}
+
+// protocolVersion is the version initialize agreed on; "" before.
+func (s *Server) protocolVersion() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.protocol
+}
+
+// isStructured reports whether this client gets structuredContent and
+// outputSchema.
+func (s *Server) isStructured() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.structured
 }
 
 func (s *Server) callable() []string {
@@ -354,7 +408,9 @@ func errorResult(err error) *callResult {
 		de *orchestrator.DeniedError
 	)
 	switch {
-	case errors.As(err, &ae), errors.As(err, &ue), errors.As(err, &us), errors.As(err, &su), errors.Is(err, orchestrator.ErrStdinClosed),
+	case errors.As(err, &us):
+		return textResult(us.Error()+": the session has ended (its exit was reported) or execd restarted since it was started; start the command again with exec_command", true)
+	case errors.As(err, &ae), errors.As(err, &ue), errors.As(err, &su), errors.Is(err, orchestrator.ErrStdinClosed),
 		errors.As(err, &re), errors.As(err, &de), errors.Is(err, patch.ErrImplicit):
 		return textResult(err.Error(), true)
 	case errors.As(err, &we):

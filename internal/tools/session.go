@@ -21,12 +21,14 @@ import (
 
 // Yield bounds (SPEC §4.3, §4.4, compat).
 const (
-	minYield           = 250 * time.Millisecond
-	maxYield           = 30 * time.Second
-	defaultStartYield  = 10 * time.Second
-	defaultWriteYield  = 250 * time.Millisecond
-	minPollYield       = 5 * time.Second
-	DefaultMaxPollTime = 300 * time.Second
+	minYield          = 250 * time.Millisecond
+	maxYield          = 30 * time.Second
+	defaultStartYield = 10 * time.Second
+	defaultWriteYield = 250 * time.Millisecond
+	minPollYield      = 5 * time.Second
+	// DefaultMaxPollTime is below the 60 s after which Codex and the TS
+	// SDK give up on a call (SPEC §2).
+	DefaultMaxPollTime = 30 * time.Second
 	// warnBelowMax: the warning appears when this close to the limit.
 	warnBelowMax = 4
 )

@@ -127,7 +127,7 @@ func TestSessionToolsRoundTrip(t *testing.T) {
 		t.Fatalf("exit: %s", r.Content[0].Text)
 	}
 	r, _ = c.callRaw("write_stdin", map[string]any{"session_id": id})
-	if !r.IsError || r.Content[0].Text != fmt.Sprintf("unknown session_id %d", id) {
+	if !r.IsError || r.Content[0].Text != fmt.Sprintf("unknown session_id %d: the session has ended (its exit was reported) or execd restarted since it was started; start the command again with exec_command", id) {
 		t.Fatalf("after the exit was reported: %s", r.Content[0].Text)
 	}
 }

@@ -81,7 +81,7 @@ type toolDef struct {
 	Title        string          `json:"title,omitempty"`
 	Description  string          `json:"description"`
 	InputSchema  json.RawMessage `json:"inputSchema"`
-	OutputSchema json.RawMessage `json:"outputSchema"`
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 	Annotations  annotations     `json:"annotations"`
 }
 

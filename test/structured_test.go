@@ -1,0 +1,96 @@
+package test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// initializeAs is the handshake of a client that names itself name.
+func (c *rawClient) initializeAs(name string) {
+	c.t.Helper()
+	c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":%q,"version":"1"}}}`, name),
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	if m := c.recvID(`"init"`); m.Error != nil {
+		c.t.Fatalf("initialize: %+v", m.Error)
+	}
+}
+
+// Codex and Claude Code show the model structuredContent instead of the
+// text, so under auto they get neither it nor outputSchema; everyone else
+// gets both, and the key overrides the table (SPEC §4).
+func TestStructuredContentPerClient(t *testing.T) {
+	tests := []struct {
+		client, mode string
+		want         bool
+	}{
+		{"codex-mcp-client", "", false},
+		{"claude-code", "", false},
+		{"execd-it", "", true},
+		{"Claude-Code", "", true}, // exact names only
+		{"claude-code", "always", true},
+		{"execd-it", "never", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.client+"/"+tt.mode, func(t *testing.T) {
+			config := fullAccess
+			if tt.mode != "" {
+				config += fmt.Sprintf("\n[tools]\nstructured_content = %q\n", tt.mode)
+			}
+			c := startRaw(t, config)
+			c.initializeAs(tt.client)
+			c.send(`{"jsonrpc":"2.0","id":"list","method":"tools/list"}`)
+			var list struct {
+				Tools []map[string]json.RawMessage `json:"tools"`
+			}
+			if err := json.Unmarshal(c.recvID(`"list"`).Result, &list); err != nil || len(list.Tools) == 0 {
+				t.Fatalf("tools/list: %v %+v", err, list)
+			}
+			for _, tool := range list.Tools {
+				if _, has := tool["outputSchema"]; has != tt.want {
+					t.Errorf("tool %s: outputSchema present = %v, want %v", tool["name"], has, tt.want)
+				}
+			}
+			c.send(toolCall("run", "exec_command", map[string]any{"cmd": "echo hello", "login": false}))
+			var res map[string]json.RawMessage
+			if err := json.Unmarshal(c.recvID(`"run"`).Result, &res); err != nil {
+				t.Fatal(err)
+			}
+			if _, has := res["structuredContent"]; has != tt.want {
+				t.Errorf("structuredContent present = %v, want %v: %s", has, tt.want, res["structuredContent"])
+			}
+			var content []struct{ Text string }
+			_ = json.Unmarshal(res["content"], &content)
+			if len(content) != 1 || !strings.Contains(content[0].Text, "Process exited with code 0") ||
+				!strings.Contains(content[0].Text, "Output:\nhello\n") {
+				t.Errorf("text: %+v", content)
+			}
+		})
+	}
+}
+
+// Once stdin ends the client is gone or going: execd's shutdown writes
+// replies but no log notification (issue 14 item 5; SPEC §3.1).
+func TestNoLogNotificationAfterStdinEOF(t *testing.T) {
+	c := startRaw(t, fullAccess)
+	c.initialize()
+	c.send(`{"jsonrpc":"2.0","id":"lvl","method":"logging/setLevel","params":{"level":"debug"}}`,
+		toolCall("run", "shell", map[string]any{"command": []string{"echo", "hi"}}))
+	for ran, logged := false, false; !ran || !logged; { // in any order
+		m := c.recv()
+		ran = ran || string(m.ID) == `"run"`
+		logged = logged || m.Method == "notifications/message"
+	}
+	// A call in flight at EOF is stopped and answered (SPEC §3.1), which
+	// logs.
+	c.send(toolCall("slow", "shell", map[string]any{"command": []string{"sleep", "30"}}))
+	c.ping(1) // the call was read
+	_ = c.stdin.Close()
+	for m := range c.lines { // entries logged before EOF may still come
+		if m.Method == "notifications/message" && (strings.Contains(string(m.Params), "shutting down") ||
+			strings.Contains(string(m.Params), "command finished")) {
+			t.Errorf("log notification after stdin EOF: %s", m.Params)
+		}
+	}
+}
