@@ -162,12 +162,32 @@ func wantElicitation(t *testing.T, message string, schema map[string]any) {
 			t.Errorf("the approval question lacks %q:\n%s", want, message)
 		}
 	}
+	if choices := decisions(schema); !slices.Contains(choices, "allow_once") || !slices.Contains(choices, "deny") {
+		t.Errorf("the approval question offers %q, want allow_once and deny among them: %v", choices, schema)
+	}
+}
+
+// decisions lists the values an approval question's schema offers for
+// its decision: a titled enum (oneOf of const and title, MCP 2025-11-25)
+// or, for clients of earlier versions, a plain enum (SPEC §3.3).
+func decisions(schema map[string]any) []string {
 	props, _ := schema["properties"].(map[string]any)
 	decision, _ := props["decision"].(map[string]any)
-	choices, _ := decision["enum"].([]any)
-	if !slices.Contains(choices, any("allow_once")) || !slices.Contains(choices, any("deny")) {
-		t.Errorf("the approval question offers %v, want allow_once and deny among them", choices)
+	var out []string
+	if enum, ok := decision["enum"].([]any); ok {
+		for _, v := range enum {
+			s, _ := v.(string)
+			out = append(out, s)
+		}
 	}
+	if oneOf, ok := decision["oneOf"].([]any); ok {
+		for _, v := range oneOf {
+			choice, _ := v.(map[string]any)
+			s, _ := choice["const"].(string)
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // lines splits text into lines without their line ends (a terminal ends
