@@ -48,14 +48,15 @@ func sessionID(results []toolResult) (int, error) {
 }
 
 // writeStdin is a move that writes chars to the session the first call
-// started.
+// started. The yield is long because it costs nothing: execd answers as
+// soon as the shell waits for input again, or exits (SPEC §4.4).
 func writeStdin(chars string) move {
 	return func(results []toolResult) (*toolCall, error) {
 		id, err := sessionID(results)
 		if err != nil {
 			return nil, err
 		}
-		return &toolCall{Tool: "write_stdin", Args: map[string]any{"session_id": id, "chars": chars, "yield_time_ms": 2000}}, nil
+		return &toolCall{Tool: "write_stdin", Args: map[string]any{"session_id": id, "chars": chars, "yield_time_ms": 10000}}, nil
 	}
 }
 
