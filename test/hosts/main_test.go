@@ -34,6 +34,11 @@ import (
 // execdBin is the binary under test; codexBin and claudeBin are the hosts.
 var execdBin, codexBin, claudeBin string
 
+// noSandbox is, when execd cannot enforce its default sandbox on this
+// kernel, what `execd doctor` says about it: every scenario runs commands
+// in that sandbox, so the tests skip (STYLE §8), saying why.
+var noSandbox string
+
 // hostLimit only turns a hung host into a failure; it is no timing target.
 const hostLimit = 5 * time.Minute
 
@@ -66,6 +71,11 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "build execd: %v\n%s", err, out)
 		return 1
 	}
+	doctor := exec.Command(execdBin, "doctor")
+	doctor.Dir, doctor.Env = dir, []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}
+	if out, err := doctor.CombinedOutput(); err != nil {
+		noSandbox = fmt.Sprintf("execd doctor: %v\n%s", err, out)
+	}
 	for _, bin := range []string{codexBin, claudeBin} {
 		out, err := exec.Command(bin, "--version").CombinedOutput()
 		if err != nil {
@@ -88,6 +98,9 @@ type world struct {
 // workspace-write sandbox, approval policy on-request) plus extra.
 func newWorld(t *testing.T, extra string) *world {
 	t.Helper()
+	if noSandbox != "" {
+		t.Skipf("this kernel cannot enforce execd's sandbox:\n%s", noSandbox)
+	}
 	dir := t.TempDir()
 	w := &world{Dir: dir, Home: filepath.Join(dir, "home"), Work: filepath.Join(dir, "work"), ExecdConfig: filepath.Join(dir, "execd.toml")}
 	for _, d := range []string{w.Home, w.Work} {
