@@ -48,11 +48,14 @@ check: test
 fmt-check:
 	@out=$$(gofmt -l . | grep -v '^bin/'); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
+# test/hosts builds only with its tag: checked here too, run by test-hosts.
 vet:
 	$(GO) vet ./...
+	$(GO) vet -tags hosts ./test/hosts/
 
 lint:
 	$(GO) tool staticcheck ./...
+	$(GO) tool staticcheck -tags hosts ./test/hosts/
 
 # The product is static (CGO_ENABLED=0) and must build for macOS too.
 cross:
