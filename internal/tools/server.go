@@ -264,32 +264,24 @@ func (s *Server) initialize(_ context.Context, req *rpc.Request) (any, error) {
 	if err := json.Unmarshal(req.Params, &p); err != nil {
 		return nil, rpc.Errorf(rpc.CodeInvalidParams, "invalid params for initialize: %v", err)
 	}
+	version := protocolVersions[0]
+	if slices.Contains(protocolVersions, p.ProtocolVersion) {
+		version = p.ProtocolVersion
+	}
+	name, client := "", "unknown"
+	if p.ClientInfo != nil {
+		name, client = p.ClientInfo.Name, p.ClientInfo.Name+" "+p.ClientInfo.Version
+	}
+	structured := structuredFor(s.opts.Structured, name)
 	s.mu.Lock()
 	if s.initialized {
 		s.mu.Unlock()
 		return nil, rpc.NewError(rpc.CodeInvalidRequest, "initialize was already called on this connection")
 	}
 	s.initialized = true
-	s.client = p.Capabilities
-	name := ""
-	if p.ClientInfo != nil {
-		name = p.ClientInfo.Name
-	}
-	s.structured = structuredFor(s.opts.Structured, name)
-	structured := s.structured
+	s.client, s.protocol, s.structured = p.Capabilities, version, structured
 	s.mu.Unlock()
 
-	version := protocolVersions[0]
-	if slices.Contains(protocolVersions, p.ProtocolVersion) {
-		version = p.ProtocolVersion
-	}
-	s.mu.Lock()
-	s.protocol = version
-	s.mu.Unlock()
-	client := "unknown"
-	if p.ClientInfo != nil {
-		client = p.ClientInfo.Name + " " + p.ClientInfo.Version
-	}
 	s.log.Info("initialize", zap.String("client", client), zap.String("requested", p.ProtocolVersion),
 		zap.String("protocol", version), zap.Bool("elicitation", p.Capabilities.Elicitation != nil),
 		zap.Bool("structured_content", structured))
