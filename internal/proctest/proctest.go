@@ -22,6 +22,13 @@ import (
 // Find returns the pids of live (non-zombie) processes whose command line
 // contains marker.
 func Find(marker string) []int {
+	return FindFunc(func(_ int, cmdline string) bool { return strings.Contains(cmdline, marker) })
+}
+
+// FindFunc returns the pids of live (non-zombie) processes, other than
+// the caller, for which match reports true; cmdline has its arguments
+// separated by spaces.
+func FindFunc(match func(pid int, cmdline string) bool) []int {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
@@ -33,7 +40,7 @@ func Find(marker string) []int {
 			continue
 		}
 		cmdline, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err != nil || !bytes.Contains(bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}), []byte(marker)) {
+		if err != nil || !match(pid, string(bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}))) {
 			continue
 		}
 		if st, err := procfs.ReadStat(pid); err != nil || st.Zombie() {
@@ -73,7 +80,7 @@ func Gone(t testing.TB, marker string, limit time.Duration) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("processes with %q still running: %s", marker, describe(pids))
+			t.Fatalf("processes with %q still running: %s", marker, Describe(pids))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -95,7 +102,8 @@ func Running(t testing.TB, marker string, n int, limit time.Duration) []int {
 	}
 }
 
-func describe(pids []int) string {
+// Describe names pids with their command lines, for a failure message.
+func Describe(pids []int) string {
 	var parts []string
 	for _, pid := range pids {
 		cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")

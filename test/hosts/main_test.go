@@ -29,6 +29,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/execd/execd/internal/proctest"
 )
 
 // execdBin is the binary under test; codexBin and claudeBin are the hosts.
@@ -231,9 +233,8 @@ func (w *world) assertNothingLeft(t *testing.T) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Errorf("processes outlived the host: %s", strings.Join(left, "; "))
-			for _, p := range left {
-				pid, _ := strconv.Atoi(strings.Fields(p)[0])
+			t.Errorf("processes outlived the host: %s", proctest.Describe(left))
+			for _, pid := range left {
 				_ = syscall.Kill(pid, syscall.SIGKILL)
 			}
 			return
@@ -242,37 +243,12 @@ func (w *world) assertNothingLeft(t *testing.T) {
 	}
 }
 
-// processes lists the live processes of the world as "pid cmdline".
-func (w *world) processes() []string {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil || zombie(stat) {
-			continue
-		}
-		cmdline, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		args := string(bytes.ReplaceAll(bytes.TrimRight(cmdline, "\x00"), []byte{0}, []byte{' '}))
-		cwd, _ := os.Readlink("/proc/" + e.Name() + "/cwd")
-		if strings.Contains(args, w.Dir) || cwd == w.Dir || strings.HasPrefix(cwd, w.Dir+"/") {
-			out = append(out, e.Name()+" "+args)
-		}
-	}
-	return out
-}
-
-// zombie reports whether a /proc/PID/stat line is that of a zombie (the
-// state follows the command name, which ends with the last ')').
-func zombie(stat []byte) bool {
-	i := bytes.LastIndexByte(stat, ')')
-	return i < 0 || i+2 >= len(stat) || stat[i+2] == 'Z' || stat[i+2] == 'X'
+// processes lists the live processes of the world.
+func (w *world) processes() []int {
+	return proctest.FindFunc(func(pid int, cmdline string) bool {
+		cwd, _ := os.Readlink("/proc/" + strconv.Itoa(pid) + "/cwd")
+		return strings.Contains(cmdline, w.Dir) || cwd == w.Dir || strings.HasPrefix(cwd, w.Dir+"/")
+	})
 }
 
 // transcript writes the tool results the model received to
