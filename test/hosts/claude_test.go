@@ -62,7 +62,7 @@ func withAnswerHook(t *testing.T, w *world) {
 // TestClaudePrint drives `claude -p` (non-interactive: it cancels the
 // questions MCP servers ask, unless an Elicitation hook answers them).
 func TestClaudePrint(t *testing.T) {
-	for _, sc := range []func(t *testing.T) scenario{
+	runScenarios(t, claudePrint, []func(t *testing.T) scenario{
 		func(*testing.T) scenario { return oneShot },
 		func(*testing.T) scenario { return ptySession },
 		sandboxDenial,
@@ -87,17 +87,7 @@ func TestClaudePrint(t *testing.T) {
 				}
 			})
 		},
-	} {
-		s := sc(t)
-		t.Run(s.name, func(t *testing.T) {
-			w := newWorld(t, "")
-			if s.setup != nil {
-				s.setup(t, w)
-			}
-			m := newModel(t, s.moves)
-			s.check(t, w, claudePrint(t, w, m, len(s.moves)))
-		})
-	}
+	})
 }
 
 // wantHookInput checks what Claude Code gave the Elicitation hook.

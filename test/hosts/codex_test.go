@@ -78,7 +78,7 @@ func codexExec(t *testing.T, w *world, m *model, want int) []toolResult {
 // TestCodexExec drives `codex exec` (non-interactive: its approval policy
 // is never, and it declines the questions MCP servers ask).
 func TestCodexExec(t *testing.T) {
-	for _, sc := range []func(t *testing.T) scenario{
+	runScenarios(t, codexExec, []func(t *testing.T) scenario{
 		func(*testing.T) scenario { return oneShot },
 		func(*testing.T) scenario { return ptySession },
 		sandboxDenial,
@@ -90,17 +90,18 @@ func TestCodexExec(t *testing.T) {
 				}
 			})
 		},
-	} {
-		s := sc(t)
-		t.Run(s.name, func(t *testing.T) {
-			w := newWorld(t, "")
-			if s.setup != nil {
-				s.setup(t, w)
-			}
-			m := newModel(t, s.moves)
-			s.check(t, w, codexExec(t, w, m, len(s.moves)))
-		})
-	}
+	})
+}
+
+// touchThroughAppServer has the model touch a file that execd asks about,
+// through `codex app-server` (with default_tools_approval_mode = approve
+// if approveMode), and returns the questions the client was asked.
+func touchThroughAppServer(t *testing.T, approveMode bool) (*world, *model, []elicitation) {
+	t.Helper()
+	w := newWorld(t, "")
+	askBeforeTouch(t, w)
+	m := newModel(t, []move{call("exec_command", map[string]any{"cmd": "touch approved.txt"})})
+	return w, m, codexAppServer(t, w, codexConfig(w, m.openAI(t), approveMode), m)
 }
 
 // TestCodexAppServer drives `codex app-server` over its JSON-RPC protocol
@@ -108,10 +109,7 @@ func TestCodexExec(t *testing.T) {
 // (mcpServer/elicitation/request), and the client's answer reaches execd.
 func TestCodexAppServer(t *testing.T) {
 	t.Run("approval-answered", func(t *testing.T) {
-		w := newWorld(t, "")
-		askBeforeTouch(t, w)
-		m := newModel(t, []move{call("exec_command", map[string]any{"cmd": "touch approved.txt"})})
-		asked := codexAppServer(t, w, codexConfig(w, m.openAI(t), true), m)
+		w, m, asked := touchThroughAppServer(t, true)
 		if len(asked) != 1 {
 			t.Fatalf("the client was asked %d questions, want execd's one: %v", len(asked), asked)
 		}
@@ -130,10 +128,7 @@ func TestCodexAppServer(t *testing.T) {
 	// before calling a tool annotated destructive, then forwards execd's
 	// question: the user is asked twice for one command (as in the TUI).
 	t.Run("asked-twice-without-approve-mode", func(t *testing.T) {
-		w := newWorld(t, "")
-		askBeforeTouch(t, w)
-		m := newModel(t, []move{call("exec_command", map[string]any{"cmd": "touch approved.txt"})})
-		asked := codexAppServer(t, w, codexConfig(w, m.openAI(t), false), m)
+		_, m, asked := touchThroughAppServer(t, false)
 		if len(asked) != 2 {
 			t.Fatalf("the client was asked %d questions, want 2 (Codex's, then execd's): %v", len(asked), asked)
 		}

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -181,8 +182,7 @@ func blockTexts(raw json.RawMessage, textType string) string {
 // /v1/responses, streamed), playing m. Codex offers an MCP server's tools
 // as a namespace "mcp__<server>" and expects calls to name it.
 func (m *model) openAI(t *testing.T) string {
-	var mu sync.Mutex
-	n := 0
+	var n atomic.Int64 // requests, for ids
 	return serve(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/responses") {
 			t.Logf("fake OpenAI API: %s %s answered 404", r.Method, r.URL.Path)
@@ -221,10 +221,7 @@ func (m *model) openAI(t *testing.T) string {
 				}
 			}
 		}
-		mu.Lock()
-		n++
-		id := n
-		mu.Unlock()
+		id := n.Add(1)
 		var call *toolCall
 		final := "Done."
 		if offered {
@@ -256,8 +253,7 @@ func (m *model) openAI(t *testing.T) string {
 // Code names an MCP server's tools "mcp__<server>__<tool>". Requests
 // without tools come from Claude Code's side tasks and get a short text.
 func (m *model) anthropic(t *testing.T) string {
-	var mu sync.Mutex
-	n := 0
+	var n atomic.Int64 // requests, for ids
 	return serve(t, func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/v1/messages/count_tokens"):
@@ -303,10 +299,7 @@ func (m *model) anthropic(t *testing.T) string {
 		for _, tool := range req.Tools {
 			offered = offered || tool.Name == "mcp__execd__exec_command"
 		}
-		mu.Lock()
-		n++
-		id := n
-		mu.Unlock()
+		id := n.Add(1)
 		var call *toolCall
 		final := "Done."
 		if len(req.Tools) > 0 {

@@ -25,6 +25,23 @@ type scenario struct {
 	check func(t *testing.T, w *world, results []toolResult)
 }
 
+// runScenarios runs each scenario in a world of its own through host,
+// which runs the host against the scripted model and returns the want
+// tool results the model was sent.
+func runScenarios(t *testing.T, host func(t *testing.T, w *world, m *model, want int) []toolResult, scs []func(t *testing.T) scenario) {
+	for _, sc := range scs {
+		s := sc(t)
+		t.Run(s.name, func(t *testing.T) {
+			w := newWorld(t, "")
+			if s.setup != nil {
+				s.setup(t, w)
+			}
+			m := newModel(t, s.moves)
+			s.check(t, w, host(t, w, m, len(s.moves)))
+		})
+	}
+}
+
 // call is a move that makes the same tool call whatever came before.
 func call(tool string, args map[string]any) move {
 	return func([]toolResult) (*toolCall, error) { return &toolCall{Tool: tool, Args: args}, nil }
