@@ -6,24 +6,11 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// resultText is the text content of a tools/call result.
-func resultText(t *testing.T, m message) string {
-	t.Helper()
-	var r struct {
-		Content []struct{ Text string } `json:"content"`
-	}
-	if err := json.Unmarshal(m.Result, &r); err != nil || len(r.Content) != 1 {
-		t.Fatalf("result %s: %v", m.Result, err)
-	}
-	return r.Content[0].Text
-}
 
 var ticks = regexp.MustCompile(`tick\d+`)
 
@@ -77,15 +64,8 @@ func TestCancelledPollKeepsOutput(t *testing.T) {
 // progress waiting: a keep-alive every 5 s, still strictly increasing
 // (SPEC §3.4).
 func TestPollKeepAlive(t *testing.T) {
-	var mu sync.Mutex
-	var got []*mcp.ProgressNotificationParams
-	opts := &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
-		mu.Lock()
-		got = append(got, r.Params)
-		mu.Unlock()
-	}}
-	cmd, _ := execdCmd(t, fullAccess)
-	cs := connect(t, cmd, opts, nil)
+	var rec progressRecorder
+	cs := rec.connect(t, fullAccess)
 	id := start(t, cs, map[string]any{"cmd": "echo ready; sleep 60", "login": false, "yield_time_ms": 250})
 	params := &mcp.CallToolParams{Name: "write_stdin",
 		Arguments: map[string]any{"session_id": id, "chars": "", "yield_time_ms": 6000}}
@@ -93,8 +73,7 @@ func TestPollKeepAlive(t *testing.T) {
 	if _, err := cs.CallTool(context.Background(), params); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	got := rec.notes()
 	if len(got) == 0 {
 		t.Fatal("no keep-alive during a 6 s poll without output")
 	}

@@ -124,13 +124,19 @@ func (c *rawClient) recvID(id string) message {
 	}
 }
 
-func (c *rawClient) initialize() {
+// initializeAs is the handshake of a client that names itself name.
+func (c *rawClient) initializeAs(name string) {
 	c.t.Helper()
-	c.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`,
+	c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":%q,"version":"0"}}}`, name),
 		`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	if m := c.recvID(`"init"`); m.Error != nil {
 		c.t.Fatalf("initialize: %+v", m.Error)
 	}
+}
+
+func (c *rawClient) initialize() {
+	c.t.Helper()
+	c.initializeAs("raw")
 }
 
 func (c *rawClient) ping(id int) {
@@ -139,6 +145,18 @@ func (c *rawClient) ping(id int) {
 	if m := c.recvID(fmt.Sprint(id)); m.Error != nil || string(m.Result) != "{}" {
 		c.t.Fatalf("ping %d: %+v", id, m)
 	}
+}
+
+// resultText is the text content of a tools/call result.
+func resultText(t *testing.T, m message) string {
+	t.Helper()
+	var r struct {
+		Content []struct{ Text string } `json:"content"`
+	}
+	if err := json.Unmarshal(m.Result, &r); err != nil || len(r.Content) != 1 {
+		t.Fatalf("result %s: %v", m.Result, err)
+	}
+	return r.Content[0].Text
 }
 
 func toolCall(id, name string, args map[string]any) string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -154,24 +155,40 @@ func TestSDKCancelKillsTheCommand(t *testing.T) {
 	}
 }
 
+// progressRecorder keeps the progress notifications a client gets.
+type progressRecorder struct {
+	mu  sync.Mutex
+	got []*mcp.ProgressNotificationParams
+}
+
+// connect starts execd with config and a client that records progress.
+func (p *progressRecorder) connect(t *testing.T, config string) *mcp.ClientSession {
+	t.Helper()
+	cmd, _ := execdCmd(t, config)
+	return connect(t, cmd, &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+		p.mu.Lock()
+		p.got = append(p.got, r.Params)
+		p.mu.Unlock()
+	}}, nil)
+}
+
+// notes returns the notifications received so far.
+func (p *progressRecorder) notes() []*mcp.ProgressNotificationParams {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.got)
+}
+
 func TestSDKProgress(t *testing.T) {
-	var mu sync.Mutex
-	var got []*mcp.ProgressNotificationParams
-	opts := &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
-		mu.Lock()
-		got = append(got, r.Params)
-		mu.Unlock()
-	}}
-	cmd, _ := execdCmd(t, fullAccess)
-	cs := connect(t, cmd, opts, nil)
+	var rec progressRecorder
+	cs := rec.connect(t, fullAccess)
 	params := &mcp.CallToolParams{Name: "shell_command",
 		Arguments: map[string]any{"command": "for i in 1 2 3 4 5; do echo step $i; sleep 0.15; done"}}
 	params.SetProgressToken("p-1")
 	if _, err := cs.CallTool(context.Background(), params); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	got := rec.notes()
 	if len(got) == 0 {
 		t.Fatal("no progress notifications")
 	}

@@ -7,16 +7,6 @@ import (
 	"testing"
 )
 
-// initializeAs is the handshake of a client that names itself name.
-func (c *rawClient) initializeAs(name string) {
-	c.t.Helper()
-	c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":%q,"version":"1"}}}`, name),
-		`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	if m := c.recvID(`"init"`); m.Error != nil {
-		c.t.Fatalf("initialize: %+v", m.Error)
-	}
-}
-
 // Codex and Claude Code show the model structuredContent instead of the
 // text, so under auto they get neither it nor outputSchema; everyone else
 // gets both, and the key overrides the table (SPEC §4).
@@ -53,18 +43,16 @@ func TestStructuredContentPerClient(t *testing.T) {
 				}
 			}
 			c.send(toolCall("run", "exec_command", map[string]any{"cmd": "echo hello", "login": false}))
+			m := c.recvID(`"run"`)
 			var res map[string]json.RawMessage
-			if err := json.Unmarshal(c.recvID(`"run"`).Result, &res); err != nil {
+			if err := json.Unmarshal(m.Result, &res); err != nil {
 				t.Fatal(err)
 			}
 			if _, has := res["structuredContent"]; has != tt.want {
 				t.Errorf("structuredContent present = %v, want %v: %s", has, tt.want, res["structuredContent"])
 			}
-			var content []struct{ Text string }
-			_ = json.Unmarshal(res["content"], &content)
-			if len(content) != 1 || !strings.Contains(content[0].Text, "Process exited with code 0") ||
-				!strings.Contains(content[0].Text, "Output:\nhello\n") {
-				t.Errorf("text: %+v", content)
+			if text := resultText(t, m); !strings.Contains(text, "Process exited with code 0") || !strings.Contains(text, "Output:\nhello\n") {
+				t.Errorf("text: %q", text)
 			}
 		})
 	}
