@@ -17,7 +17,8 @@ FUZZ_TARGETS := ./internal/rpc:FuzzDecode:40000 ./internal/tools:FuzzArgs:300000
 	./internal/policy:FuzzPlainCommands:300000 ./internal/policy:FuzzRules:200000 \
 	./internal/policy:FuzzRequire:200000 ./internal/policy:FuzzTrust:200000 ./internal/patch:FuzzParse:300000 \
 	./internal/patch:FuzzApply:60000 ./internal/gitrepo:FuzzConfig:200000 ./internal/gitrepo:FuzzGitlinks:200000 \
-	./internal/orchestrator:FuzzStartupRefs:100000 ./internal/procfs:FuzzCgroupLines:300000
+	./internal/orchestrator:FuzzStartupRefs:100000 ./internal/procfs:FuzzCgroupLines:300000 \
+	./internal/shellsnap:FuzzParse:200000
 
 .PHONY: all build test check fmt-check vet lint unit integration fuzz cross bench soak clean test-deps test-hosts
 
@@ -30,7 +31,7 @@ build:
 test: test-deps fmt-check vet lint cross unit integration fuzz
 
 # Programs the sandbox tests drive, as command:Debian package.
-TEST_PROGRAMS := bash:bash python3:python3 strace:strace setpriv:util-linux unshare:util-linux git:git tmux:tmux ps:procps
+TEST_PROGRAMS := bash:bash python3:python3 strace:strace setpriv:util-linux unshare:util-linux git:git tmux:tmux ps:procps zsh:zsh
 
 # test-deps installs the missing ones (needs root and apt, as in CI). The
 # tests run them from the system PATH, whatever the caller's is.
