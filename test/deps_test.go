@@ -33,9 +33,10 @@ var allowedInternal = map[string][]string{
 	// whether they may run and recording that in audit, and applies
 	// patches once approved, resolves programs with fspath and asks
 	// gitrepo what a git it would run
-	// outside the sandbox would use; it never speaks MCP (it declares the
-	// Approver that tools implements).
-	"orchestrator": {"reaper", "sandbox", "procstore", "ptyio", "policy", "audit", "patch", "gitrepo", "fspath"},
+	// outside the sandbox would use, and has shellsnap stand in for login
+	// profiles; it never speaks MCP (it declares the Approver that tools
+	// implements).
+	"orchestrator": {"reaper", "sandbox", "procstore", "ptyio", "policy", "audit", "patch", "gitrepo", "fspath", "shellsnap"},
 	// tools speaks MCP; it uses sandbox for its error and mode types and
 	// the denial guess, policy for shell-quoting commands, patch to find
 	// patches in shell calls and word their results.

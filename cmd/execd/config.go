@@ -67,6 +67,11 @@ type config struct {
 		AllowLoginShell bool
 		Structured      string
 	}
+	Shell struct {
+		Snapshot        bool
+		SnapshotTTL     time.Duration
+		SnapshotTimeout time.Duration
+	}
 	Exec struct {
 		DefaultTimeout  time.Duration
 		MaxOutputTokens int
@@ -625,6 +630,9 @@ func assign(v map[string]any) *config {
 	c.Tools.ApplyPatch = v["tools.apply_patch"].(bool)
 	c.Tools.AllowLoginShell = v["tools.allow_login_shell"].(bool)
 	c.Tools.Structured = v["tools.structured_content"].(string)
+	c.Shell.Snapshot = v["shell.snapshot"].(bool)
+	c.Shell.SnapshotTTL = v["shell.snapshot_ttl"].(time.Duration)
+	c.Shell.SnapshotTimeout = v["shell.snapshot_timeout"].(time.Duration)
 	c.Exec.DefaultTimeout = time.Duration(v["exec.default_timeout_ms"].(int64)) * time.Millisecond
 	c.Exec.MaxOutputTokens = int(v["exec.max_output_tokens"].(int64))
 	c.Exec.MaxConcurrent = int(v["exec.max_concurrent"].(int64))

@@ -54,8 +54,24 @@ func TestDefaults(t *testing.T) {
 		!cfg.Sandbox.FailClosed || cfg.Sandbox.NetworkAccess || cfg.Env.Inherit != "all" ||
 		cfg.Tools.ShellType != "unified_exec" || !cfg.Tools.ApplyPatch || !cfg.Tools.AllowLoginShell ||
 		cfg.Exec.DefaultTimeout != 10*time.Second || cfg.Exec.MaxOutputTokens != 10000 ||
-		cfg.Log.Level != "info" || cfg.Log.Format != "json" || len(cfg.Files) != 0 {
+		cfg.Log.Level != "info" || cfg.Log.Format != "json" || len(cfg.Files) != 0 ||
+		!cfg.Shell.Snapshot || cfg.Shell.SnapshotTTL != time.Hour || cfg.Shell.SnapshotTimeout != 10*time.Second {
 		t.Errorf("defaults: %+v", cfg)
+	}
+}
+
+func TestShellSnapshotKeys(t *testing.T) {
+	isolate(t)
+	t.Setenv("EXECD_SHELL_SNAPSHOT_TIMEOUT", "2s")
+	cfg, err := load(t, "[shell]\nsnapshot = false\nsnapshot_ttl = \"5m\"\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Shell.Snapshot || cfg.Shell.SnapshotTTL != 5*time.Minute || cfg.Shell.SnapshotTimeout != 2*time.Second {
+		t.Errorf("shell: %+v", cfg.Shell)
+	}
+	if _, err := load(t, "[shell]\nsnapshot_ttl = \"0s\"\n"); err == nil || !strings.Contains(err.Error(), "shell.snapshot_ttl") {
+		t.Errorf("a zero TTL: %v", err)
 	}
 }
 

@@ -66,7 +66,7 @@ func runOne(fs *pflag.FlagSet, cfg *config, name string, argv []string, timeout 
 	}
 	r := reaper.New()
 	defer r.Close()
-	orch, err := newOrchestrator(cfg, log, r, nil, pol)
+	orch, err := newOrchestrator(cfg, log, r, nil, pol, false)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "execd %s: %v\n", name, err)
 		return exitInternal

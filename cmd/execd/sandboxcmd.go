@@ -94,7 +94,7 @@ func doctorCmd(fs *pflag.FlagSet, _ []string) int {
 	// Probe even when the configured mode needs no sandbox: the report
 	// is about the host.
 	sup := sandbox.Probe(r.Run)
-	orch, err := newOrchestrator(cfg, zap.NewNop(), r, &sup, nil)
+	orch, err := newOrchestrator(cfg, zap.NewNop(), r, &sup, nil, false)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "execd doctor: %v\n", err)
 		return exitInternal

@@ -69,7 +69,7 @@ func serve(cfg *config, base, log *zap.Logger, fwd *tools.LogForwarder, proto *o
 	}
 	r := reaper.New()
 	defer r.Close()
-	orch, err := newOrchestrator(cfg, log, r, nil, pol)
+	orch, err := newOrchestrator(cfg, log, r, nil, pol, true)
 	if err != nil {
 		log.Error("start", zap.Error(err))
 		return exitInternal

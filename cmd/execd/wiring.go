@@ -20,7 +20,10 @@ import (
 // options. sup is what the host supports; nil lets the orchestrator probe
 // it when the configured mode needs it. pol is the exec policy; nil runs
 // every command in the sandbox without policy (execd sandbox, doctor).
-func newOrchestrator(cfg *config, log *zap.Logger, r *reaper.Reaper, sup *sandbox.Support, pol *execPolicy) (*orchestrator.Orchestrator, error) {
+// snapshots takes shell snapshots when the configuration says so: not
+// for execd run, whose one command would pay for the snapshot and gain
+// nothing.
+func newOrchestrator(cfg *config, log *zap.Logger, r *reaper.Reaper, sup *sandbox.Support, pol *execPolicy, snapshots bool) (*orchestrator.Orchestrator, error) {
 	mode, err := sandbox.ParseMode(cfg.Sandbox.Mode)
 	if err != nil {
 		return nil, err // validated by the loader
@@ -53,6 +56,9 @@ func newOrchestrator(cfg *config, log *zap.Logger, r *reaper.Reaper, sup *sandbo
 	}
 	if pol != nil {
 		opts.Rules, opts.Audit = pol.rules, pol.audit
+	}
+	if snapshots && cfg.Shell.Snapshot {
+		opts.Snapshots = &orchestrator.SnapshotOptions{TTL: cfg.Shell.SnapshotTTL, Timeout: cfg.Shell.SnapshotTimeout}
 	}
 	orch, err := orchestrator.New(opts)
 	if err == nil && pol != nil {

@@ -109,7 +109,7 @@ func TestSandboxSetupErrorsNameTheStage(t *testing.T) {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd, err := o.command([]string{"true"}, dir, true)
+	cmd, err := o.command(t.Context(), call{argv: []string{"true"}, cwd: dir}, true, false, nil, noSnapshot)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -105,6 +105,18 @@ func BuildEnv(base []string, p EnvPolicy) []string {
 	return env
 }
 
+// Keeps reports whether p lets commands have the variable name=value
+// that a login profile exported (SPEC §9.1): the default excludes,
+// exclude and include_only apply as to an inherited one; inherit does
+// not, since the variable is not inherited.
+func (p EnvPolicy) Keeps(name, value string) bool {
+	switch {
+	case !p.IgnoreDefaultExcludes && secret(name, value), matchAny(p.Exclude, name):
+		return false
+	}
+	return len(p.IncludeOnly) == 0 || matchAny(p.IncludeOnly, name)
+}
+
 // DroppedSecrets returns the names of base (sorted) that the default
 // excludes drop under p, for execd doctor; none when p ignores them.
 func DroppedSecrets(base []string, p EnvPolicy) []string {

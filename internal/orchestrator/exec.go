@@ -50,9 +50,13 @@ type ExecRequest struct {
 	// denied).
 	Approval Approval
 	Approver Approver
-	// SelfTest marks execd doctor's own command, which writes nothing:
-	// its launch does not count as one that could make a repository
-	// (taintRoots).
+	// NoSnapshot runs a login shell's profile even where a snapshot could
+	// stand in for it (execd doctor measures what the profile costs).
+	NoSnapshot bool
+	// SelfTest marks execd doctor's own commands (its self-test, and the
+	// login shells that show what the profile costs): their launch, and
+	// the snapshot one takes, do not count as one that could make a
+	// repository (taintRoots).
 	SelfTest bool
 }
 
@@ -136,11 +140,17 @@ func (o *Orchestrator) execOnce(ctx context.Context, req ExecRequest, c call, sa
 	}
 	defer o.running.Release(1)
 	sandboxed, gitEnv, note := o.confine(c, sandboxed)
-	cmd, err := o.command(c.argv, c.cwd, sandboxed)
+	use := useSnapshot
+	switch {
+	case req.NoSnapshot:
+		use = noSnapshot
+	case req.SelfTest:
+		use = selfTestSnapshot
+	}
+	cmd, err := o.command(ctx, c, sandboxed, false, gitEnv, use)
 	if err != nil {
 		return nil, err
 	}
-	cmd.Env = slices.Concat(cmd.Env, gitEnv)
 	label := o.SandboxLabel(sandboxed)
 	if label != "none" && !req.SelfTest {
 		o.taintRoots()
@@ -178,23 +188,29 @@ func (o *Orchestrator) newCall(id string, argv []string, workdir, kind string, a
 	return call{id: id, argv: argv, cwd: dir, kind: kind, approval: ap, approver: approver}, nil
 }
 
-// command checks that the sandbox can confine a sandboxed run and
-// resolves the program in dir.
-func (o *Orchestrator) command(argv []string, dir string, sandboxed bool) (*exec.Cmd, error) {
+// command checks that the sandbox can confine a sandboxed run of c,
+// resolves its program in its directory and gives it the environment of
+// its run (a session's when session) with extra added. This is where a
+// login shell, its call authorized, is given the snapshot of its profile
+// (withSnapshot, as use allows): the argv the policy, the audit and the
+// model see stays the call's.
+func (o *Orchestrator) command(ctx context.Context, c call, sandboxed, session bool, extra []string, use snapshotUse) (*exec.Cmd, error) {
 	if sandboxed && o.FailsClosed() {
 		return nil, o.sandboxErr
 	}
-	path, err := lookPath(argv[0], o.commandPath(), dir)
+	path, err := lookPath(c.argv[0], o.commandPath(), c.cwd)
 	if err != nil {
-		return nil, &SpawnError{Program: argv[0], Err: err}
+		return nil, &SpawnError{Program: c.argv[0], Err: err}
 	}
-	return &exec.Cmd{
+	cmd := &exec.Cmd{
 		Path:        path,
-		Args:        argv,
-		Env:         o.environ(sandboxed, false),
-		Dir:         dir,
+		Args:        c.argv,
+		Env:         slices.Concat(o.environ(sandboxed, session), extra),
+		Dir:         c.cwd,
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
-	}, nil
+	}
+	o.withSnapshot(ctx, cmd, sandboxed, use, extra)
+	return cmd, nil
 }
 
 // pipedRun is a started one-shot command and its output pumps.
@@ -356,5 +372,8 @@ func (o *Orchestrator) Close() {
 	}
 	o.sessionsRunning.Wait()
 	o.leftovers.Wait()
+	if o.snaps != nil {
+		o.snaps.Close() // before the launchers: a snapshot being taken may use one
+	}
 	o.launchers.stop()
 }

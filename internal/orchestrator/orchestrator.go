@@ -17,6 +17,7 @@ import (
 	"github.com/execd/execd/internal/procstore"
 	"github.com/execd/execd/internal/reaper"
 	"github.com/execd/execd/internal/sandbox"
+	"github.com/execd/execd/internal/shellsnap"
 )
 
 // Options configures an [Orchestrator].
@@ -62,6 +63,9 @@ type Options struct {
 	// outside the sandbox, SPEC §7.2); "" keeps them for this process
 	// only.
 	GitState string
+	// Snapshots configures shell snapshots (SPEC §9.1); nil takes none:
+	// every login shell runs the profile.
+	Snapshots *SnapshotOptions
 	// SkipPolicy runs every command in the sandbox without consulting the
 	// policy or asking anyone (execd sandbox, execd doctor's self-test).
 	SkipPolicy bool
@@ -94,6 +98,9 @@ type Orchestrator struct {
 	taintMu  sync.Mutex      // guards tainted
 	tainted  map[string]bool // guarded by taintMu: roots a sandboxed command ran in without a .git
 	startup  startupCache    // what shell startup files name (startupWhy)
+
+	snaps   *shellsnap.Cache // nil without shell snapshots
+	snapWhy string           // why there are none
 
 	launchers       launchers // the sandbox's resident launchers
 	sessions        *procstore.Store[*session]
@@ -141,6 +148,7 @@ func New(opts Options) (*Orchestrator, error) {
 	}
 	env := BuildEnv(base, opts.Env)
 	o.initSandbox(opts.Support, env)
+	o.initSnapshots(opts.Snapshots, base, opts.Env)
 	o.protectedPaths = slices.Clone(opts.Sandbox.OwnFiles)
 	o.gitState = opts.GitState
 	o.loadTaint()

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -202,11 +201,16 @@ func (o *Orchestrator) StartSession(ctx context.Context, req SessionRequest) (*C
 func (o *Orchestrator) startSession(ctx context.Context, req SessionRequest, c call, sandboxed bool) (*Chunk, error) {
 	start := time.Now()
 	sandboxed, gitEnv, note := o.confine(c, sandboxed)
-	cmd, err := o.command(c.argv, c.cwd, sandboxed)
+	use := useSnapshot
+	if req.TTY {
+		// The snapshot is taken on pipes: a profile may do otherwise on
+		// a terminal ([ -t 1 ]), which it cannot show.
+		use = noSnapshot
+	}
+	cmd, err := o.command(ctx, c, sandboxed, true, gitEnv, use)
 	if err != nil {
 		return nil, err
 	}
-	cmd.Env = slices.Concat(o.environ(sandboxed, true), gitEnv)
 	if sandboxed && o.Sandboxed() {
 		o.taintRoots()
 	}

@@ -368,6 +368,81 @@ func (s *startupScan) check(files []string) string {
 	return ""
 }
 
+// loginFiles returns the startup files a login shell at path reads
+// (those of startupWhy: /etc's and the home directory's, $BASH_ENV,
+// $ENV, zsh's in each ZDOTDIR they may set), missing ones too, with the
+// files they source or glob by names execd can expand and the
+// directories they glob in, within startupScan's bounds: what a
+// shell snapshot is taken again for when it changes (SPEC §9.1).
+func (o *Orchestrator) loginFiles(path, cwd string) []string {
+	sh := shellStartup([]string{path, "-l"})
+	if sh.name == "" {
+		return nil
+	}
+	home := o.shellHome()
+	zdot := o.getenv("ZDOTDIR")
+	if zdot == "" {
+		zdot = home
+	}
+	scan := &startupScan{o: o, vars: startupVars{"PWD": {cwd}, "ZDOTDIR": {zdot}}}
+	var all []string
+	for range maxStartupPasses {
+		files, _ := scan.files(sh, home, cwd) // with a ZDOTDIR execd cannot tell, those it can
+		before := maps.Clone(scan.vars)
+		all = append(append(all, files...), scan.reads(files)...)
+		if scan.vars.equal(before) {
+			break
+		}
+	}
+	slices.Sort(all)
+	return slices.Compact(all)
+}
+
+// reads returns the files among files that exist and what they source
+// or glob, read in turn as check does (within the same bounds), and the
+// directories they glob in.
+func (s *startupScan) reads(files []string) []string {
+	type item struct {
+		path  string
+		depth int
+	}
+	var todo []item
+	for _, f := range files {
+		if filepath.IsAbs(f) {
+			todo = append(todo, item{f, 0})
+		}
+	}
+	var out []string
+	read := map[string]bool{}
+	for len(todo) > 0 && len(read) <= maxStartupFiles {
+		it := todo[0]
+		todo = todo[1:]
+		if read[it.path] {
+			continue
+		}
+		read[it.path] = true
+		refs, vars, err := s.o.startup.scan(it.path, s.vars, s.o.startupEnv)
+		if err != nil {
+			continue
+		}
+		s.vars = vars
+		out = append(out, it.path)
+		for _, r := range refs {
+			if !r.follow || r.path == "" || it.depth >= maxStartupDepth {
+				continue
+			}
+			if r.dir != "" && strings.ContainsAny(r.path, "*?[") {
+				out = append(out, r.dir) // a file added there is read too
+			}
+			matches, _ := filepath.Glob(strings.ReplaceAll(r.path, "[!", "[^"))
+			for _, m := range matches {
+				todo = append(todo, item{m, it.depth + 1})
+			}
+		}
+	}
+	return out
+}
+
 // startupEnv is the commands' environment as a startup file sees it,
 // with the shell's home directory for HOME.
 func (o *Orchestrator) startupEnv(k string) string {

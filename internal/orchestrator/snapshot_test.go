@@ -1,0 +1,154 @@
+package orchestrator
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/execd/execd/internal/sandbox"
+)
+
+// snapshotting returns an orchestrator without a sandbox that takes
+// snapshots in a directory of the test's, for a home with files.
+func snapshotting(t *testing.T, files map[string]string) (*Orchestrator, string) {
+	t.Helper()
+	home := t.TempDir()
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(home, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := newTest(t, func(opts *Options) {
+		opts.BaseEnv = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home}
+		opts.Snapshots = &SnapshotOptions{Dirs: []string{t.TempDir()}}
+	})
+	return o, home
+}
+
+func countRuns(t *testing.T, home string) int {
+	t.Helper()
+	b, _ := os.ReadFile(filepath.Join(home, "runs"))
+	return strings.Count(string(b), "\n")
+}
+
+func TestSnapshotStandsInForTheProfile(t *testing.T) {
+	o, home := snapshotting(t, map[string]string{".bash_profile": "export V=1\necho x >> ~/runs\n"})
+	for range 2 {
+		res := run(t, o, ExecRequest{Argv: []string{"bash", "-lc", "echo $V"}})
+		if got := string(res.Stdout.Data); got != "1\n" || res.ExitCode != 0 {
+			t.Fatalf("bash -lc 'echo $V': %q, exit %d", got, res.ExitCode)
+		}
+	}
+	if n := countRuns(t, home); n != 1 {
+		t.Errorf("the profile ran %d times for 2 login shells, want once", n)
+	}
+	run(t, o, ExecRequest{Argv: []string{"bash", "-lc", "true"}, NoSnapshot: true})
+	run(t, o, ExecRequest{Argv: []string{"bash", "-c", "true"}})
+	run(t, o, ExecRequest{Argv: []string{"bash", "-l", "-c", "true"}}) // not the form execd rewrites
+	if n := countRuns(t, home); n != 3 {
+		t.Errorf("the profile ran %d times, want 3: with NoSnapshot, and for -l -c", n)
+	}
+	// A session's environment differs: a snapshot of its own.
+	chunk, err := o.StartSession(t.Context(), SessionRequest{Argv: []string{"bash", "-lc", "echo $V $TERM"}, Yield: waitLimit})
+	if err != nil || string(chunk.Output) != "1 dumb\n" {
+		t.Fatalf("session: %v, %+v", err, chunk)
+	}
+	if n := countRuns(t, home); n != 4 {
+		t.Errorf("the profile ran %d times, want 4", n)
+	}
+	// One with a terminal runs the profile, as it may do otherwise there.
+	chunk, err = o.StartSession(t.Context(), SessionRequest{Argv: []string{"bash", "-lc", "echo $V"}, TTY: true, Yield: waitLimit})
+	if err != nil || !strings.Contains(string(chunk.Output), "1") {
+		t.Fatalf("terminal session: %v, %+v", err, chunk)
+	}
+	if n := countRuns(t, home); n != 5 {
+		t.Errorf("the profile ran %d times, want 5: once for the terminal session", n)
+	}
+	path, why, _ := o.SnapshotStatus([]string{"bash", "-lc", "true"})
+	if _, err := os.Stat(path); err != nil || why != "" {
+		t.Errorf("SnapshotStatus = %q, %q: %v", path, why, err)
+	}
+}
+
+func TestSnapshotsOff(t *testing.T) {
+	o := newTest(t, nil)
+	if _, why, _ := o.SnapshotStatus([]string{"bash", "-lc", "true"}); !strings.Contains(why, "shell.snapshot = false") {
+		t.Errorf("without SnapshotOptions: %q", why)
+	}
+}
+
+// TestSnapshotDirIsOutOfReach: the snapshots' directory is made in no
+// writable root, and in no directory others may write.
+func TestSnapshotDirIsOutOfReach(t *testing.T) {
+	inRoot := t.TempDir() // under /tmp: a writable root
+	open := filepath.Join(t.TempDir(), "open")
+	if err := os.Mkdir(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(open, 0o777); err != nil { // past the umask
+		t.Fatal(err)
+	}
+	o := newTest(t, func(opts *Options) {
+		opts.Sandbox = SandboxPolicy{Settings: sandbox.Settings{Mode: sandbox.WorkspaceWrite}, FailClosed: true}
+		opts.Snapshots = &SnapshotOptions{Dirs: []string{inRoot, open, filepath.Join(inRoot, "missing")}}
+	})
+	if !o.Sandboxed() {
+		t.Skipf("no sandbox on this kernel: %s", o.Support().Describe())
+	}
+	_, why, _ := o.SnapshotStatus([]string{"bash", "-lc", "true"})
+	for _, want := range []string{inRoot + " (inside the writable root /tmp)", open + " (writable by others)", "missing (no such file or directory)"} {
+		if !strings.Contains(why, want) {
+			t.Errorf("why = %q; want it to say %q", why, want)
+		}
+	}
+	entries, _ := os.ReadDir(inRoot)
+	if len(entries) != 0 {
+		t.Errorf("%s holds %v", inRoot, entries)
+	}
+}
+
+func TestEnvPolicyKeeps(t *testing.T) {
+	tests := []struct {
+		p           EnvPolicy
+		name, value string
+		want        bool
+	}{
+		{EnvPolicy{}, "PATH", "/bin", true},
+		{EnvPolicy{}, "GITHUB_TOKEN", "x", false},
+		{EnvPolicy{}, "DATABASE_URL", "postgres://u:pw@db/x", false},
+		{EnvPolicy{IgnoreDefaultExcludes: true}, "GITHUB_TOKEN", "x", true},
+		{EnvPolicy{Exclude: []string{"AWS_*"}}, "AWS_REGION", "x", false},
+		{EnvPolicy{IncludeOnly: []string{"PATH"}}, "NVM_DIR", "x", false},
+		{EnvPolicy{IncludeOnly: []string{"PATH"}}, "PATH", "/bin", true},
+		{EnvPolicy{Inherit: InheritNone}, "NVM_DIR", "x", true}, // not inherited: made by the profile
+	}
+	for _, tt := range tests {
+		if got := tt.p.Keeps(tt.name, tt.value); got != tt.want {
+			t.Errorf("%+v.Keeps(%s=%s) = %v, want %v", tt.p, tt.name, tt.value, got, tt.want)
+		}
+	}
+}
+
+func TestLoginFiles(t *testing.T) {
+	o, home := snapshotting(t, map[string]string{
+		".bash_profile": ". ~/.bashrc\nfor f in ~/.bashrc.d/*.sh; do . \"$f\"; done\n",
+		".bashrc":       "export A=1\n",
+	})
+	if err := os.Mkdir(filepath.Join(home, ".bashrc.d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".bashrc.d", "a.sh"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := o.loginFiles("/bin/bash", home)
+	for _, f := range []string{"/etc/profile", ".bash_profile", ".bash_login", ".profile", ".bashrc", ".bashrc.d", ".bashrc.d/a.sh"} {
+		if !strings.HasPrefix(f, "/") {
+			f = filepath.Join(home, f)
+		}
+		if !slices.Contains(got, f) {
+			t.Errorf("loginFiles lacks %s: %q", f, got)
+		}
+	}
+}
