@@ -298,3 +298,32 @@ func TestSnapshotNotUsedOutsideTheSandbox(t *testing.T) {
 		}
 	}
 }
+
+// TestSnapshotDoctor: execd doctor says whether a snapshot stands in for
+// the user's profile, or why not, and what the profile costs.
+func TestSnapshotDoctor(t *testing.T) {
+	tests := []struct {
+		profile, config, snapshot, cost string
+	}{
+		{"export V=1\n", "", "used, kept in a directory of each execd's own under ", "; with the snapshot "},
+		{"echo Welcome\n", "", `NOT USED for `, `the profile prints to stdout ("Welcome")`},
+		{"export V=1\n", "[shell]\nsnapshot = false\n", "none: shell snapshots are off (shell.snapshot = false)", "-c true"},
+	}
+	for _, tt := range tests {
+		h := snapshotHost(t, map[string]string{".bash_profile": tt.profile})
+		r := h.run(tt.config, "doctor")
+		report := map[string]string{}
+		for line := range strings.SplitSeq(r.stdout, "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok {
+				report[k] = strings.TrimSpace(v)
+			}
+		}
+		if !strings.HasSuffix(report["shell"], "(bash)") {
+			t.Skipf("the user's shell is %s: the test's profile is bash's", report["shell"])
+		}
+		got := report["shell snapshot"] + " | " + report["login profile"]
+		if !strings.HasPrefix(got, tt.snapshot) || !strings.Contains(got, tt.cost) || !strings.Contains(got, "the profile costs about") {
+			t.Errorf("profile %q, config %q: doctor says\n%s", tt.profile, tt.config, r.stdout)
+		}
+	}
+}

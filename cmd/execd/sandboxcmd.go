@@ -94,7 +94,7 @@ func doctorCmd(fs *pflag.FlagSet, _ []string) int {
 	// Probe even when the configured mode needs no sandbox: the report
 	// is about the host.
 	sup := sandbox.Probe(r.Run)
-	orch, err := newOrchestrator(cfg, zap.NewNop(), r, &sup, nil, false)
+	orch, err := newOrchestrator(cfg, zap.NewNop(), r, &sup, nil, true)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "execd doctor: %v\n", err)
 		return exitInternal
@@ -140,6 +140,7 @@ func (d *doctor) report() int {
 	d.line("process budget", "%s", d.budget)
 	d.secrets()
 	d.line("shell", "%s (%s)", d.orch.Shell().Path, d.orch.Shell().Kind)
+	d.snapshot()
 	if len(d.cfg.Files) > 0 {
 		d.line("config files", "%s", strings.Join(d.cfg.Files, ", "))
 	} else {
@@ -337,6 +338,70 @@ func (d *doctor) selfTest() bool {
 	d.line("self-test", "a sandboxed command ran in %.1f ms", float64(elapsed.Microseconds())/1000)
 	return true
 }
+
+// snapshot reports the shell snapshots (SPEC §9.1) of the user's shell:
+// where they are kept, whether one stands in for its profile or why not,
+// and what the profile costs: `SHELL -lc true` against `SHELL -c true`,
+// and with the snapshot. These commands run like the self-test's.
+func (d *doctor) snapshot() {
+	sh := d.orch.Shell()
+	if sh.Kind != orchestrator.Bash && sh.Kind != orchestrator.Zsh && sh.Kind != orchestrator.Sh {
+		d.line("shell snapshot", "none: only bash, zsh and sh have them")
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	login := sh.Argv("true", true)
+	timed := func(argv []string, noSnapshot bool) (time.Duration, error) { // the fastest of 3
+		var best time.Duration
+		for i := range 3 {
+			res, err := d.orch.Exec(ctx, orchestrator.ExecRequest{Argv: argv, SelfTest: true, NoSnapshot: noSnapshot})
+			switch {
+			case err != nil:
+				return 0, err
+			case res.ExitCode != 0:
+				return 0, fmt.Errorf("%s exited %d", strings.Join(argv, " "), res.ExitCode)
+			case i == 0 || res.Duration < best:
+				best = res.Duration
+			}
+		}
+		return best, nil
+	}
+	plain, err := timed(sh.Argv("true", false), false)
+	var withProfile time.Duration
+	if err == nil {
+		withProfile, err = timed(login, true)
+	}
+	if err != nil {
+		d.line("login profile", "not measured: %v", err)
+		return
+	}
+	cost := fmt.Sprintf("%s -lc true %s, -c true %s: the profile costs about %s a command",
+		sh.Path, ms(withProfile), ms(plain), ms(max(withProfile-plain, 0)))
+	dir, ttl, timeout := d.orch.SnapshotSettings()
+	if dir == "" {
+		_, why, _ := d.orch.SnapshotStatus(login)
+		d.line("shell snapshot", "none: %s", why)
+		d.line("login profile", "%s", cost)
+		return
+	}
+	_, _ = timed(login, false) // takes the snapshot
+	path, why, _ := d.orch.SnapshotStatus(login)
+	if path == "" {
+		d.line("shell snapshot", "NOT USED for %s: %s; its login shells run the profile", sh.Path, why)
+		d.line("login profile", "%s", cost)
+		return
+	}
+	d.line("shell snapshot", "used, kept in a directory of each execd's own under %s, removed when it exits (taken again when "+
+		"a startup file changes and after %s; taking one may last %s)", filepath.Dir(filepath.Dir(path)), ttl, timeout)
+	if with, err := timed(login, false); err == nil {
+		cost += "; with the snapshot " + ms(with)
+	}
+	d.line("login profile", "%s", cost)
+}
+
+// ms is d in milliseconds with one decimal.
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
 
 func yesNo(b bool) string {
 	if b {
