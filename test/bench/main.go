@@ -19,7 +19,9 @@
 //   - the policy's decision on a 2 KiB script against parsing it
 //     (policy.go);
 //   - the sandbox: launch overhead, a sandboxed round trip and the seccomp
-//     filter's cost per system call (sandbox.go).
+//     filter's cost per system call (sandbox.go);
+//   - login shells: exec_command "true" with a profile that sleeps 0.2 s
+//     against login: false, sandboxed and not (login.go).
 //
 // Targets (issues #2 to #6) are printed next to each number.
 package main
@@ -49,7 +51,7 @@ func main() {
 		os.Exit(code)
 	}
 	n := flag.Int("n", 400, "samples per round-trip measurement")
-	only := flag.String("only", "", `run one benchmark only: "patch", "policy", "load" or "sandbox"`)
+	only := flag.String("only", "", `run one benchmark only: "patch", "policy", "load", "sandbox" or "login"`)
 	flag.Parse()
 	if err := run(*n, *only); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -89,8 +91,10 @@ func run(n int, only string) error {
 		return policyBench()
 	case "sandbox":
 		return sandboxBench(bin, dir, n)
+	case "login":
+		return loginBench(bin, dir, n)
 	default:
-		return fmt.Errorf("-only %q: the benchmarks that run alone are: patch, policy, load, sandbox", only)
+		return fmt.Errorf("-only %q: the benchmarks that run alone are: patch, policy, load, sandbox, login", only)
 	}
 
 	if err := startup(bin, cfg, dir); err != nil {
@@ -133,7 +137,10 @@ func run(n int, only string) error {
 	if err := policyBench(); err != nil {
 		return err
 	}
-	return sandboxBench(bin, dir, n)
+	if err := sandboxBench(bin, dir, n); err != nil {
+		return err
+	}
+	return loginBench(bin, dir, n)
 }
 
 // daemon is a running execd with a raw JSON-RPC client.
