@@ -210,6 +210,9 @@ func (o *Orchestrator) command(ctx context.Context, c call, sandboxed, session b
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
 	}
 	o.withSnapshot(ctx, cmd, sandboxed, use, extra)
+	if ctx.Err() != nil { // it ended while a snapshot was taken: start nothing
+		return nil, fmt.Errorf("waiting for the snapshot of the login profile: %w", context.Cause(ctx))
+	}
 	return cmd, nil
 }
 

@@ -1,11 +1,14 @@
 package orchestrator
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/execd/execd/internal/sandbox"
 )
@@ -150,5 +153,30 @@ func TestLoginFiles(t *testing.T) {
 		if !slices.Contains(got, f) {
 			t.Errorf("loginFiles lacks %s: %q", f, got)
 		}
+	}
+}
+
+// TestCallEndedWhileASnapshotIsTakenStartsNothing: a call cancelled while
+// it waits for a snapshot starts no command.
+func TestCallEndedWhileASnapshotIsTakenStartsNothing(t *testing.T) {
+	o, home := snapshotting(t, map[string]string{".bash_profile": "echo x >> ~/runs; sleep 100\n"})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		_, err := o.Exec(ctx, ExecRequest{Argv: []string{"bash", "-lc", "true"}})
+		done <- err
+	}()
+	for deadline := time.Now().Add(waitLimit); countRuns(t, home) == 0; { // the snapshot's profile started
+		if time.Now().After(deadline) {
+			t.Fatal("the snapshot's profile did not start")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("Exec = %v, want the cancellation", err)
+	}
+	if n := countRuns(t, home); n != 1 {
+		t.Errorf("the profile ran %d times, want once: for the snapshot, not for the cancelled call", n)
 	}
 }

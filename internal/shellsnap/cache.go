@@ -37,6 +37,11 @@ const supersededFor = time.Minute
 // functions.
 const maxFuncScan = 256 << 10
 
+// maxEntries bounds the snapshots kept: a model that names many shells
+// (exec_command's shell: copies of bash in /tmp) must not fill the
+// directory. The one taken longest ago makes room.
+const maxEntries = 32
+
 // Runner runs argv with the environment env in dir, stdin /dev/null, and
 // returns what it wrote, each stream bounded. It kills the process (and
 // what it left running) when ctx ends, and returns once it is gone. The
@@ -121,6 +126,9 @@ type entry struct {
 	stamps []stamp
 	at     time.Time
 	cost   time.Duration // what the dump's login shell took
+	// transient: the shell could not be run at all (a directory removed,
+	// execd shutting down): the next call tries again.
+	transient bool
 }
 
 type superseded struct {
@@ -177,6 +185,10 @@ func (c *Cache) Get(ctx context.Context, req Request) (*Snapshot, string) {
 			return nil, "execd is shutting down"
 		}
 		e := c.entries[key]
+		if e == nil && len(c.entries) >= maxEntries && !c.evict() {
+			c.mu.Unlock()
+			return nil, fmt.Sprintf("%d snapshots are being taken", maxEntries)
+		}
 		if e == nil {
 			e = c.begin(key, req, nil)
 		}
@@ -202,10 +214,36 @@ func (c *Cache) Get(ctx context.Context, req Request) (*Snapshot, string) {
 	return nil, "the startup files kept changing"
 }
 
+// evict forgets the snapshot taken longest ago, if one is taken, and
+// reports whether it did; its files go later (see superseded). c.mu is
+// held.
+func (c *Cache) evict() bool {
+	var oldest string
+	for k, e := range c.entries {
+		select {
+		case <-e.done:
+		default:
+			continue
+		}
+		if o := c.entries[oldest]; o == nil || e.at.Before(o.at) {
+			oldest = k
+		}
+	}
+	e := c.entries[oldest]
+	if e == nil {
+		return false
+	}
+	delete(c.entries, oldest)
+	if e.snap != nil {
+		c.old = append(c.old, superseded{e.snap.path, time.Now()})
+	}
+	return true
+}
+
 // fresh reports whether e is still to be used: within the TTL and with
 // every startup file as it was.
 func (c *Cache) fresh(e *entry) bool {
-	if time.Since(e.at) >= c.opts.TTL {
+	if e.transient || time.Since(e.at) >= c.opts.TTL {
 		return false
 	}
 	for _, s := range e.stamps {
@@ -264,6 +302,7 @@ func (c *Cache) snapshot(ctx context.Context, req Request, files []string, e *en
 	res, err := req.Run(ctx, []string{req.Shell, "-lc", DumpScript(req.Kind, marker, funcs)}, req.Env, req.Dir)
 	e.cost = time.Since(t0)
 	if err != nil {
+		e.transient = true
 		return nil, fmt.Errorf("the login shell could not be run: %w", err)
 	}
 	st, err := c.check(req, res, marker)

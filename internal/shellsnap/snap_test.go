@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -514,5 +516,50 @@ func TestShAliases(t *testing.T) {
 	want := "alias 'a=x '\\''y'\nalias 'b=1\n2'\nalias 'c=it'\\''s'\n"
 	if err != nil || got != want {
 		t.Errorf("shAliases = %q, %v; want %q", got, err, want)
+	}
+}
+
+// TestTransientFailureIsRetried: a shell that could not be run at all is
+// tried again by the next call.
+func TestTransientFailureIsRetried(t *testing.T) {
+	bash := shellPath(t, "bash")
+	h := home(t, map[string]string{".bash_profile": "export V=1\n"})
+	c := newCache(t, Options{})
+	req := request(Bash, bash, h, ".bash_profile")
+	var fail atomic.Bool
+	fail.Store(true)
+	req.Run = func(ctx context.Context, argv, env []string, dir string) (Result, error) {
+		if fail.Load() {
+			return Result{}, errors.New("no such directory")
+		}
+		return direct(ctx, argv, env, dir)
+	}
+	if snap, why := c.Get(context.Background(), req); snap != nil || !strings.Contains(why, "no such directory") {
+		t.Fatalf("Get = %v, %q", snap, why)
+	}
+	fail.Store(false)
+	get(t, c, req)
+}
+
+// TestEntriesAreBounded: past maxEntries, the snapshot taken longest ago
+// is forgotten.
+func TestEntriesAreBounded(t *testing.T) {
+	bash := shellPath(t, "bash")
+	h := home(t, map[string]string{".bash_profile": "export V=1\n"})
+	c := newCache(t, Options{})
+	req := request(Bash, bash, h, ".bash_profile")
+	var first *Snapshot
+	for i := range maxEntries + 1 {
+		req.Scope = strconv.Itoa(i)
+		snap := get(t, c, req)
+		if i == 0 {
+			first = snap
+		}
+	}
+	c.mu.Lock()
+	n, old := len(c.entries), slices.Clone(c.old)
+	c.mu.Unlock()
+	if n != maxEntries || len(old) != 1 || old[0].path != first.path {
+		t.Errorf("%d snapshots kept, %v to remove; want %d, the first one's", n, old, maxEntries)
 	}
 }
