@@ -327,3 +327,44 @@ func TestSnapshotDoctor(t *testing.T) {
 		}
 	}
 }
+
+// TestSnapshotScripts: scripts whose quoting, exit status, traps and
+// errors must come out of the snapshot as out of `SHELL -lc`.
+func TestSnapshotScripts(t *testing.T) {
+	scripts := []string{
+		`echo "it's" 'a"b' $$ >/dev/null; echo "$0" "$#"`,
+		"cat <<'EOF'\n$HOME 'x'\nEOF\necho two",
+		`trap 'echo bye' EXIT; echo hi; exit 3`,
+		`set -e; false; echo not reached`,
+		`echo (`,
+		`ll -d /`,
+	}
+	for _, tt := range equivalence {
+		t.Run(tt.shell, func(t *testing.T) {
+			shell, err := exec.LookPath(tt.shell)
+			if err != nil {
+				t.Skipf("%s is not installed (make test installs it)", tt.shell)
+			}
+			h := snapshotHost(t, tt.profile)
+			cs, _ := h.serveLogged("")
+			for _, script := range scripts {
+				_, st, isErr := session(t, cs, "exec_command", map[string]any{"cmd": script, "shell": shell, "yield_time_ms": 10000})
+				direct := exec.Command(shell, "-lc", script)
+				direct.Dir = h.work
+				direct.Env = append(h.command("", "serve").Env, "TERM=dumb", "LANG=C.UTF-8", "LC_ALL=C.UTF-8")
+				want, err := direct.CombinedOutput()
+				code := direct.ProcessState.ExitCode()
+				if err != nil && code < 0 {
+					t.Fatal(err)
+				}
+				got := strings.ReplaceAll(st.Output, " eval:", "") // sh's eval names itself
+				if isErr || st.ExitCode == nil || *st.ExitCode != code || got != string(want) {
+					t.Errorf("%q: got %+v; want exit %d, output %q", script, st, code, want)
+				}
+			}
+			if n := h.runs(); n != 1+len(scripts) {
+				t.Errorf("the profile ran %d times, want %d: once for the snapshot, and for each direct -lc", n, 1+len(scripts))
+			}
+		})
+	}
+}
