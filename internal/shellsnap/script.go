@@ -17,9 +17,9 @@ var shellManaged = []string{"PWD", "OLDPWD", "SHLVL", "_", "IFS", "RANDOM", "SRA
 	"BASH_ENV", "ZDOTDIR", "FPATH"}
 
 // managed reports whether the snapshot leaves the variable name alone.
-func managed(name string) bool {
-	return slices.Contains(shellManaged, name) || strings.HasPrefix(name, "BASH_") || strings.HasPrefix(name, "ZSH_")
-}
+// (The shells' other variables, BASH_VERSION or ZSH_NAME, are not
+// exported unless a profile does it, and then they are its.)
+func managed(name string) bool { return slices.Contains(shellManaged, name) }
 
 // Filter tells which variables a snapshot may set: it sees what the
 // profile exported with a value that differs from the environment the

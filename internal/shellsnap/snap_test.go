@@ -563,3 +563,23 @@ func TestEntriesAreBounded(t *testing.T) {
 		t.Errorf("%d snapshots kept, %v to remove; want %d, the first one's", n, old, maxEntries)
 	}
 }
+
+// TestRender: what a snapshot sets of the exported variables.
+func TestRender(t *testing.T) {
+	st := &state{umask: "0022", pwd: "/", env: map[string]string{
+		"SAME": "1", "CHANGED": "new", "ADDED": "it's", "SECRET_TOKEN": "x", "PWD": "/elsewhere", "SHLVL": "9",
+		"BASH_SILENCE_DEPRECATION_WARNING": "1"}}
+	got := render(Bash, st, []string{"SAME=1", "CHANGED=old", "GONE=1", "PWD=/", "SHLVL=1", "BASH_FUNC_f%%=() { :; }"},
+		func(name, _ string) bool { return !strings.Contains(name, "TOKEN") })
+	for _, want := range []string{"unset BASH_ENV\n", "export ADDED='it'\\''s'\n", "export CHANGED='new'\n",
+		"export BASH_SILENCE_DEPRECATION_WARNING='1'\n", "unset GONE\n", "umask 0022\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the snapshot lacks %q:\n%s", want, got)
+		}
+	}
+	for _, not := range []string{"SAME", "SECRET", "PWD", "SHLVL", "BASH_FUNC"} {
+		if strings.Contains(got, not) {
+			t.Errorf("the snapshot sets %s:\n%s", not, got)
+		}
+	}
+}
