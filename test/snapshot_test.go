@@ -2,6 +2,7 @@ package test
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -366,5 +367,26 @@ func TestSnapshotScripts(t *testing.T) {
 				t.Errorf("the profile ran %d times, want %d: once for the snapshot, and for each direct -lc", n, 1+len(scripts))
 			}
 		})
+	}
+}
+
+// TestSnapshotConcurrentCalls: calls that come together wait for one
+// snapshot rather than each taking one.
+func TestSnapshotConcurrentCalls(t *testing.T) {
+	h := snapshotHost(t, map[string]string{".bash_profile": "export V=1\necho x >> ~/runs\n"})
+	cs, _ := h.serveLogged("")
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() { // not session: its t.Fatalf belongs to the test's goroutine
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "exec_command",
+				Arguments: map[string]any{"cmd": "echo $V", "shell": "bash", "yield_time_ms": 10000}})
+			if err != nil || res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "Output:\n1\n") {
+				t.Errorf("exec_command: %v %+v", err, res)
+			}
+		})
+	}
+	wg.Wait()
+	if n := h.runs(); n != 1 {
+		t.Errorf("the profile ran %d times for 8 concurrent calls, want once", n)
 	}
 }
