@@ -351,6 +351,8 @@ func (c *Cache) check(req Request, res Result, marker string) (*state, error) {
 		return nil, err
 	case len(st.shFuncs) > 0:
 		return nil, fmt.Errorf("the profile defines shell functions (%s), which sh cannot list", strings.Join(st.shFuncs, ", "))
+	case definesBuiltin.MatchString(st.funcs):
+		return nil, errors.New("the profile defines a function named builtin, which the snapshot relies on")
 	}
 	if dir, err := filepath.EvalSymlinks(req.Dir); err == nil && dir != st.pwd {
 		return nil, fmt.Errorf("the profile changes the directory (to %s)", st.pwd)

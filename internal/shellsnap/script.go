@@ -28,13 +28,25 @@ func managed(name string) bool { return slices.Contains(shellManaged, name) }
 // not hand it to commands through the snapshot).
 type Filter func(name, value string) bool
 
-// render writes the snapshot of st for a shell that starts with env: the
-// functions first (an alias defined before them would be expanded into
-// their bodies a second time), then the aliases, the exported variables
-// that changed (and the unset ones), the umask, and the options last
-// (errexit, nounset or xtrace set earlier would act on the snapshot
-// itself), those that change how the rest runs after the others.
+// render writes the snapshot of st for a shell that starts with env, in
+// an order that keeps what the profile defined from acting on the
+// snapshot itself:
+//
+//   - the exported variables that changed (and the unset ones), the umask
+//     and the options, but for those of lastOptions and alias expansion:
+//     a function's text is parsed with the options the profile left
+//     (bash's extglob);
+//   - the aliases, then the functions, with alias expansion off (an
+//     alias would be expanded into their text a second time);
+//   - alias expansion and lastOptions (errexit, nounset or xtrace set
+//     earlier would act on the snapshot).
+//
+// Every builtin the snapshot runs once functions exist is named as
+// `\builtin NAME`, so that a profile's function of that name (umask,
+// shopt) does not stand in for it; a profile that defines `builtin` is
+// not snapshotted (see check).
 func render(kind Kind, st *state, env []string, keep Filter) string {
+	bi := builtinPrefix(kind)
 	var b strings.Builder
 	b.WriteString("# execd's snapshot of what the login profile left (SPEC §9.1), replaced when a startup file changes.\n")
 	switch kind {
@@ -42,50 +54,76 @@ func render(kind Kind, st *state, env []string, keep Filter) string {
 		// Unless the profile exported it, BASH_ENV is unset: the
 		// commands' own shells must not read the snapshot again.
 		if v, ok := st.env["BASH_ENV"]; ok {
-			fmt.Fprintf(&b, "export BASH_ENV=%s\n", quote(v))
+			fmt.Fprintf(&b, "%sexport BASH_ENV=%s\n", bi, quote(v))
 		} else {
-			b.WriteString("unset BASH_ENV\n")
-		}
-		b.WriteString(st.funcs)
-		for _, f := range st.xfuncs {
-			fmt.Fprintf(&b, "export -f %s\n", quote(f))
+			b.WriteString(bi + "unset BASH_ENV\n")
 		}
 	case Zsh:
 		// ZDOTDIR as the profile left it, exported or not.
 		switch _, exported := st.env["ZDOTDIR"]; {
 		case st.zdotdir == nil:
-			b.WriteString("unset ZDOTDIR\n")
+			b.WriteString(bi + "unset ZDOTDIR\n")
 		case exported:
-			fmt.Fprintf(&b, "export ZDOTDIR=%s\n", quote(*st.zdotdir))
+			fmt.Fprintf(&b, "%sexport ZDOTDIR=%s\n", bi, quote(*st.zdotdir))
 		default:
-			fmt.Fprintf(&b, "ZDOTDIR=%s\ntypeset +x ZDOTDIR\n", quote(*st.zdotdir))
+			fmt.Fprintf(&b, "ZDOTDIR=%s\n%stypeset +x ZDOTDIR\n", quote(*st.zdotdir), bi)
 		}
 		fmt.Fprintf(&b, "FPATH=%s\n", quote(*st.fpath))
-		b.WriteString(autoloads.ReplaceAllStringFunc(st.funcs, func(def string) string {
-			m := autoloads.FindStringSubmatch(def)
-			if m[2] != "" {
-				return "autoload -" + m[2] + " -- " + m[1] + "\n"
-			}
-			return "autoload -- " + m[1] + "\n"
-		}))
 	}
-	if !strings.HasSuffix(b.String(), "\n") {
-		b.WriteString("\n")
+	writeEnv(&b, bi, st.env, env, keep)
+	fmt.Fprintf(&b, "%sumask %s\n", bi, st.umask)
+	early, late := options(kind, st.opts)
+	b.WriteString(early)
+	if kind == Zsh {
+		b.WriteString(bi + "unsetopt aliases\n")
 	}
 	b.WriteString(st.aliases)
 	if !strings.HasSuffix(b.String(), "\n") {
 		b.WriteString("\n")
 	}
-	writeEnv(&b, st.env, env, keep)
-	fmt.Fprintf(&b, "umask %s\n", st.umask)
-	b.WriteString(options(kind, st.opts))
+	switch kind {
+	case Bash:
+		b.WriteString(st.funcs)
+		if !strings.HasSuffix(b.String(), "\n") {
+			b.WriteString("\n")
+		}
+		for _, f := range st.xfuncs {
+			fmt.Fprintf(&b, "%sexport -f %s\n", bi, quote(f))
+		}
+	case Zsh:
+		b.WriteString(autoloads.ReplaceAllStringFunc(st.funcs, func(def string) string {
+			m := autoloads.FindStringSubmatch(def)
+			if m[2] != "" {
+				return bi + "autoload -" + m[2] + " -- " + m[1] + "\n"
+			}
+			return bi + "autoload -- " + m[1] + "\n"
+		}))
+		if !strings.HasSuffix(b.String(), "\n") {
+			b.WriteString("\n")
+		}
+	}
+	b.WriteString(late)
 	return b.String()
 }
+
+// builtinPrefix is what names a builtin in kind's language past any
+// function: sh's functions are never snapshotted (and dash has no
+// builtin builtin).
+func builtinPrefix(kind Kind) string {
+	if kind == Sh {
+		return ""
+	}
+	return "\\builtin "
+}
+
+// definesBuiltin finds, in bash's declare -f or zsh's typeset -f, a
+// function named builtin.
+var definesBuiltin = regexp.MustCompile(`(?m)^builtin \(\)`)
 
 // writeEnv writes what turns env (NAME=VALUE entries) into the profile's
 // exported variables: the changed ones that keep allows, in name order,
 // and unset for the ones it removed.
-func writeEnv(b *strings.Builder, exported map[string]string, env []string, keep Filter) {
+func writeEnv(b *strings.Builder, bi string, exported map[string]string, env []string, keep Filter) {
 	start := map[string]string{}
 	for _, kv := range env {
 		if k, v, ok := strings.Cut(kv, "="); ok {
@@ -102,7 +140,7 @@ func writeEnv(b *strings.Builder, exported map[string]string, env []string, keep
 		if old, ok := start[n]; managed(n) || (ok && old == v) || !keep(n, v) {
 			continue
 		}
-		fmt.Fprintf(b, "export %s=%s\n", n, quote(v))
+		fmt.Fprintf(b, "%sexport %s=%s\n", bi, n, quote(v))
 	}
 	var gone []string
 	for n := range start {
@@ -112,7 +150,7 @@ func writeEnv(b *strings.Builder, exported map[string]string, env []string, keep
 	}
 	slices.Sort(gone)
 	for _, n := range gone {
-		fmt.Fprintf(b, "unset %s\n", n)
+		fmt.Fprintf(b, "%sunset %s\n", bi, n)
 	}
 }
 
@@ -123,8 +161,13 @@ var autoloads = regexp.MustCompile("(?m)^(\\S+) \\(\\) \\{\n\t# undefined\n\tbui
 
 // lastOptions change how the snapshot itself would run: they are set
 // after every other, in this order (xtrace last, so that nothing of the
-// snapshot is traced).
-var lastOptions = []string{"verbose", "errexit", "errreturn", "nounset", "unset", "noexec", "exec", "xtrace"}
+// snapshot is traced). allexport would export the functions defined
+// after it.
+var lastOptions = []string{"allexport", "verbose", "errexit", "errreturn", "nounset", "unset", "noexec", "exec", "xtrace"}
+
+// aliasOptions turn alias expansion on: set after the functions are
+// defined, with the last ones.
+var aliasOptions = []string{"expand_aliases", "aliases"}
 
 // fixedOptions cannot be set after the shell started (they describe how
 // it was started).
@@ -132,10 +175,12 @@ var fixedOptions = []string{"login", "login_shell", "interactive", "restricted",
 	"shinstdin", "stdin", "singlecommand", "onecmd", "zle", "monitor", "debug", "nolog"}
 
 // options turns the options a dump recorded into commands, without those
-// that cannot be set and with those of lastOptions last.
-func options(kind Kind, recorded string) string {
+// that cannot be set: early the ones to set before the functions are
+// defined, late alias expansion and lastOptions, in that order.
+func options(kind Kind, recorded string) (early, late string) {
 	type opt struct{ name, cmd string }
 	var opts []opt
+	bi := builtinPrefix(kind)
 	for line := range strings.Lines(recorded) {
 		line = strings.TrimSuffix(line, "\n")
 		var name, cmd string
@@ -159,23 +204,33 @@ func options(kind Kind, recorded string) string {
 		if !isOptionName(name) || slices.Contains(fixedOptions, name) {
 			continue
 		}
-		opts = append(opts, opt{name, cmd})
+		opts = append(opts, opt{name, bi + cmd})
 	}
-	// lastOptions last, and shopt before set (a set -e would stop at a
-	// shopt that fails).
+	// Alias expansion, then lastOptions in their order; and shopt before
+	// set (a set -e would stop at a shopt that fails).
 	rank := func(o opt) int {
-		r := 2 * (slices.Index(lastOptions, o.name) + 1)
-		if !strings.HasPrefix(o.cmd, "shopt ") {
+		r := 0
+		switch {
+		case slices.Contains(aliasOptions, o.name):
+			r = 2
+		case slices.Contains(lastOptions, o.name):
+			r = 2 * (slices.Index(lastOptions, o.name) + 2)
+		}
+		if !strings.Contains(o.cmd, "shopt ") {
 			r++
 		}
 		return r
 	}
 	slices.SortStableFunc(opts, func(a, b opt) int { return rank(a) - rank(b) })
-	var b strings.Builder
+	var e, l strings.Builder
 	for _, o := range opts {
-		b.WriteString(o.cmd + "\n")
+		if rank(o) < 2 {
+			e.WriteString(o.cmd + "\n")
+		} else {
+			l.WriteString(o.cmd + "\n")
+		}
 	}
-	return b.String()
+	return e.String(), l.String()
 }
 
 // isOptionName reports whether s can be an option's name (bash's have

@@ -334,6 +334,7 @@ func TestFallback(t *testing.T) {
 		{"prints to stderr", bash, ".bash_profile", "echo oops >&2\n", `prints to stderr ("oops")`},
 		{"prints at exit", bash, ".bash_profile", "trap 'echo bye' EXIT\n", `prints to stdout ("bye")`},
 		{"changes directory", bash, ".bash_profile", "cd /\n", "changes the directory (to /)"},
+		{"defines builtin", bash, ".bash_profile", "builtin() { command builtin \"$@\"; }\n", "defines a function named builtin"},
 		{"sh functions", dash, ".profile", "nvm() { :; }\n", "defines shell functions (nvm), which sh cannot list"},
 	}
 	for _, tt := range tests {
@@ -581,5 +582,64 @@ func TestRender(t *testing.T) {
 		if strings.Contains(got, not) {
 			t.Errorf("the snapshot sets %s:\n%s", not, got)
 		}
+	}
+}
+
+// TestProfileFunctionsDoNotStandInForBuiltins: a profile that defines
+// functions named as the builtins a snapshot calls (umask, export,
+// alias, shopt, setopt, set, unset) after using them gets the state the
+// builtins left, not what the functions would do, and a function used
+// in the body of another sees the extglob it was defined with.
+func TestProfileFunctionsDoNotStandInForBuiltins(t *testing.T) {
+	profiles := map[Kind]string{
+		Bash: `shopt -s extglob
+umask 027
+export V=1
+alias ll='ls -l'
+set -o pipefail
+unset UNWANTED
+isnum() { case $1 in +([0-9])) echo yes;; *) echo no;; esac; }
+umask() { builtin umask 077; }
+export() { :; }
+alias() { :; }
+shopt() { :; }
+set() { :; }
+unset() { :; }
+declare() { :; }
+`,
+		Zsh: `setopt extendedglob pipefail
+umask 027
+export V=1
+alias ll='ls -l'
+unset UNWANTED
+umask() { builtin umask 077 }
+export() { : }
+alias() { : }
+setopt() { : }
+unsetopt() { : }
+unset() { : }
+typeset() { : }
+autoload() { : }
+`,
+	}
+	probes := map[Kind]string{
+		Bash: `builtin umask; builtin shopt -p extglob; builtin set -o | grep pipefail; echo "V=$V U=${UNWANTED-unset}"; builtin alias -p; isnum 42`,
+		Zsh:  `builtin umask; [[ -o extendedglob ]] && echo extendedglob; [[ -o pipefail ]] && echo pipefail; echo "V=$V U=${UNWANTED-unset}"; builtin alias -L`,
+	}
+	for _, kind := range []Kind{Bash, Zsh} {
+		t.Run(string(kind), func(t *testing.T) {
+			shell := shellPath(t, string(kind))
+			h := home(t, map[string]string{map[Kind]string{Bash: ".bash_profile", Zsh: ".zprofile"}[kind]: profiles[kind]})
+			c := newCache(t, Options{})
+			req := request(kind, shell, h)
+			snap := get(t, c, req)
+			want := run(t, []string{shell, "-lc", probes[kind]}, req.Env, h)
+			if got := probe(t, snap, req, probes[kind]); got != want {
+				t.Errorf("with the snapshot:\n%s\nwant (-lc):\n%s", got, want)
+			}
+			if !strings.Contains(want, "027\n") || !strings.Contains(want, "V=1 U=unset") {
+				t.Errorf("the profile did not leave what the test expects:\n%s", want)
+			}
+		})
 	}
 }
