@@ -390,3 +390,32 @@ func TestSnapshotConcurrentCalls(t *testing.T) {
 		t.Errorf("the profile ran %d times for 8 concurrent calls, want once", n)
 	}
 }
+
+// TestNoSnapshotOfAShellInAWritableRoot: a shell a command could have
+// written (a copy of bash in the workspace) runs its profile itself: a
+// program posing as a shell could write a snapshot of any size for each
+// name the model gives it.
+func TestNoSnapshotOfAShellInAWritableRoot(t *testing.T) {
+	h := snapshotHost(t, map[string]string{".bash_profile": "export V=1\necho x >> ~/runs\n"})
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	b, err := os.ReadFile(bash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine := filepath.Join(h.dir, "bash")
+	if err := os.WriteFile(mine, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cs := h.serve("", "", nil)
+	for i := 1; i <= 2; i++ {
+		if got := login(t, cs, mine, "echo $V"); got != "1\n" {
+			t.Fatalf("V = %q, want 1", got)
+		}
+		if n := h.runs(); n != i {
+			t.Errorf("after %d login shells of %s the profile ran %d times, want %d (no snapshot)", i, mine, n, i)
+		}
+	}
+}

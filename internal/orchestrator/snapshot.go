@@ -115,6 +115,7 @@ func (o *Orchestrator) makeSnapshotDir(d string) (string, string) {
 	case o.WritableRootOf(d) != "":
 		return "", "inside the writable root " + o.WritableRootOf(d)
 	}
+	removeDeadSnapshotDirs(d)
 	dir, err := os.MkdirTemp(d, "execd-snap-"+strconv.Itoa(os.Getpid())+"-")
 	if err != nil {
 		return "", cause(err)
@@ -124,6 +125,31 @@ func (o *Orchestrator) makeSnapshotDir(d string) (string, string) {
 		return "", "inside the writable root " + root
 	}
 	return dir, ""
+}
+
+// removeDeadSnapshotDirs removes the snapshot directories in d of
+// execds of this user that are gone (killed by SIGKILL, or the machine
+// stopped): a directory whose PID is alive, though another program's
+// now, stays.
+func removeDeadSnapshotDirs(d string) {
+	entries, err := os.ReadDir(d)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), "execd-snap-")
+		pidText, _, ok2 := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidText)
+		if !ok || !ok2 || err != nil || pid <= 0 || !e.IsDir() {
+			continue
+		}
+		if fi, err := e.Info(); err != nil || fi.Sys().(*syscall.Stat_t).Uid != uint32(os.Getuid()) {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			_ = os.RemoveAll(filepath.Join(d, e.Name()))
+		}
+	}
 }
 
 // cause is err without the path a *fs.PathError names.
@@ -153,8 +179,9 @@ func (o *Orchestrator) withSnapshot(ctx context.Context, cmd *exec.Cmd, sandboxe
 	if o.snaps == nil || use == noSnapshot || len(extra) > 0 || (!inside && o.Sandboxed()) {
 		return
 	}
-	req, ok := o.snapshotRequest(cmd, inside, use != selfTestSnapshot)
-	if !ok {
+	req, why := o.snapshotRequest(cmd, inside, use != selfTestSnapshot)
+	if why != "" {
+		o.log.Debug("no shell snapshot", zap.String("shell", cmd.Path), zap.String("why", why))
 		return
 	}
 	snap, why := o.snaps.Get(ctx, req)
@@ -166,17 +193,23 @@ func (o *Orchestrator) withSnapshot(ctx context.Context, cmd *exec.Cmd, sandboxe
 }
 
 // snapshotRequest is what the snapshot of cmd's login shell is taken
-// for, if it is one that can have one; taint: taking it counts as a
-// sandboxed command's run (taintRoots).
-func (o *Orchestrator) snapshotRequest(cmd *exec.Cmd, inside, taint bool) (shellsnap.Request, bool) {
-	if len(cmd.Args) != 3 || cmd.Args[1] != "-lc" {
-		return shellsnap.Request{}, false
-	}
+// for, or why it can have none; taint: taking it counts as a sandboxed
+// command's run (taintRoots).
+func (o *Orchestrator) snapshotRequest(cmd *exec.Cmd, inside, taint bool) (shellsnap.Request, string) {
 	kinds := map[ShellKind]shellsnap.Kind{Bash: shellsnap.Bash, Zsh: shellsnap.Zsh, Sh: shellsnap.Sh}
 	kind, _ := kindOf(cmd.Path)
 	k, ok := kinds[kind]
-	if _, posix := lookupEnv(cmd.Env, "POSIXLY_CORRECT"); !ok || (k == shellsnap.Bash && posix) {
-		return shellsnap.Request{}, false // bash in POSIX mode reads no BASH_ENV
+	_, posix := lookupEnv(cmd.Env, "POSIXLY_CORRECT")
+	switch {
+	case len(cmd.Args) != 3 || cmd.Args[1] != "-lc" || !ok:
+		return shellsnap.Request{}, fmt.Sprintf("%s is no bash, zsh or sh login shell", strings.Join(cmd.Args[:min(2, len(cmd.Args))], " "))
+	case k == shellsnap.Bash && posix:
+		return shellsnap.Request{}, "bash in POSIX mode (POSIXLY_CORRECT) reads no BASH_ENV"
+	}
+	// A "shell" a command wrote is not the user's: it could write a
+	// snapshot of any size, as often as the model names a new one.
+	if root := o.WritableRootOf(cmd.Path); root != "" {
+		return shellsnap.Request{}, fmt.Sprintf("the shell %s is inside the writable root %s", cmd.Path, root)
 	}
 	scope := "outside the sandbox"
 	if inside {
@@ -184,7 +217,7 @@ func (o *Orchestrator) snapshotRequest(cmd *exec.Cmd, inside, taint bool) (shell
 	}
 	path, dir := cmd.Path, cmd.Dir
 	return shellsnap.Request{Kind: k, Shell: path, Scope: scope, Env: cmd.Env, Dir: dir,
-		Files: func() []string { return o.loginFiles(path, dir) }, Run: o.snapshotRunner(inside, taint)}, true
+		Files: func() []string { return o.loginFiles(path, dir) }, Run: o.snapshotRunner(inside, taint)}, ""
 }
 
 // snapshotRunner runs a snapshot's shell as a one-shot command is run,
@@ -223,9 +256,9 @@ func (o *Orchestrator) SnapshotStatus(argv []string) (path, why string, cost tim
 		return "", err.Error(), 0
 	}
 	cmd := &exec.Cmd{Path: prog, Args: argv, Env: o.environ(true, false), Dir: o.cwd}
-	req, ok := o.snapshotRequest(cmd, o.Sandboxed(), false)
-	if !ok {
-		return "", fmt.Sprintf("%s is no bash, zsh or sh login shell, or bash in POSIX mode", strings.Join(argv[:min(2, len(argv))], " ")), 0
+	req, why := o.snapshotRequest(cmd, o.Sandboxed(), false)
+	if why != "" {
+		return "", why, 0
 	}
 	info, ok := o.snaps.Info(req)
 	if !ok {

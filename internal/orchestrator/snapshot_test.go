@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -178,5 +180,33 @@ func TestCallEndedWhileASnapshotIsTakenStartsNothing(t *testing.T) {
 	}
 	if n := countRuns(t, home); n != 1 {
 		t.Errorf("the profile ran %d times, want once: for the snapshot, not for the cancelled call", n)
+	}
+}
+
+// TestDeadExecdsSnapshotDirsAreRemoved: at start, the snapshot
+// directories an execd killed by SIGKILL left are removed; a live one's
+// stays.
+func TestDeadExecdsSnapshotDirsAreRemoved(t *testing.T) {
+	base := t.TempDir()
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dead := filepath.Join(base, "execd-snap-"+strconv.Itoa(gone.Process.Pid)+"-123")
+	live := filepath.Join(base, "execd-snap-"+strconv.Itoa(os.Getpid())+"-456")
+	other := filepath.Join(base, "execd-snap-notapid")
+	for _, d := range []string{dead, live, other} {
+		if err := os.MkdirAll(filepath.Join(d, "1"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	newTest(t, func(opts *Options) { opts.Snapshots = &SnapshotOptions{Dirs: []string{base}} })
+	if _, err := os.Stat(dead); err == nil {
+		t.Errorf("%s, of a PID that is gone, is left", dead)
+	}
+	for _, d := range []string{live, other} {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("%s was removed: %v", d, err)
+		}
 	}
 }

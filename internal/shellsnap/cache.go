@@ -37,10 +37,18 @@ const supersededFor = time.Minute
 // functions.
 const maxFuncScan = 256 << 10
 
-// maxEntries bounds the snapshots kept: a model that names many shells
-// (exec_command's shell: copies of bash in /tmp) must not fill the
-// directory. The one taken longest ago makes room.
+// maxEntries bounds the snapshots kept: a model that names many
+// directories must not fill execd's (in memory, as /run is). The one
+// taken longest ago makes room.
 const maxEntries = 32
+
+// maxSuperseded bounds the replaced snapshots kept for a while (see
+// supersededFor): past it the one replaced longest ago goes at once.
+const maxSuperseded = 32
+
+// MaxSize bounds a snapshot's text: with maxEntries and maxSuperseded,
+// execd's directory holds at most 32 MiB.
+const MaxSize = 512 << 10
 
 // Runner runs argv with the environment env in dir, stdin /dev/null, and
 // returns what it wrote, each stream bounded. It kills the process (and
@@ -82,7 +90,7 @@ func (r Request) key() string {
 		io.WriteString(h, kv)
 		h.Write([]byte{0})
 	}
-	return fmt.Sprintf("%s\x00%s\x00%s\x00%x", r.Kind, r.Shell, r.Scope, h.Sum(nil))
+	return fmt.Sprintf("%s\x00%s\x00%s\x00%s\x00%x", r.Kind, r.Shell, r.Scope, r.Dir, h.Sum(nil))
 }
 
 // Options configures a [Cache].
@@ -235,9 +243,20 @@ func (c *Cache) evict() bool {
 	}
 	delete(c.entries, oldest)
 	if e.snap != nil {
-		c.old = append(c.old, superseded{e.snap.path, time.Now()})
+		c.retire(e.snap.path)
 	}
 	return true
+}
+
+// retire keeps the files at path, of a snapshot no call gets any more,
+// for supersededFor, or until maxSuperseded later ones are. c.mu is
+// held.
+func (c *Cache) retire(path string) {
+	c.old = append(c.old, superseded{path, time.Now()})
+	if len(c.old) > maxSuperseded {
+		_ = os.RemoveAll(c.old[0].path) // ours, small, in memory: under c.mu
+		c.old = slices.Delete(c.old, 0, 1)
+	}
 }
 
 // fresh reports whether e is still to be used: within the TTL and with
@@ -259,7 +278,7 @@ func (c *Cache) begin(key string, req Request, prev *entry) *entry {
 	e := &entry{done: make(chan struct{})}
 	c.entries[key] = e
 	if prev != nil && prev.snap != nil {
-		c.old = append(c.old, superseded{prev.snap.path, time.Now()})
+		c.retire(prev.snap.path)
 	}
 	c.takes.Go(func() { c.take(e, req, prev) })
 	return e
@@ -309,7 +328,11 @@ func (c *Cache) snapshot(ctx context.Context, req Request, files []string, e *en
 	if err != nil {
 		return nil, err
 	}
-	snap, err := c.write(req.Kind, render(req.Kind, st, req.Env, c.opts.Keep))
+	text := render(req.Kind, st, req.Env, c.opts.Keep)
+	if len(text) > MaxSize {
+		return nil, fmt.Errorf("what the profile left makes a snapshot of %d KiB, more than %d KiB", len(text)>>10, MaxSize>>10)
+	}
+	snap, err := c.write(req.Kind, text)
 	if err != nil {
 		return nil, fmt.Errorf("write the snapshot: %w", err)
 	}

@@ -20,11 +20,13 @@
 //     file it reads before a script when not interactive).
 //
 // The snapshot is keyed by the shell, a scope the caller names (inside the
-// sandbox or not) and the whole environment the shell starts with. It is
+// sandbox or not), the directory and the whole environment the shell
+// starts with. It is
 // taken again when one of the startup files the caller lists changes
 // (device, inode, size, modification time, or its appearing or going),
 // and after a time to live. A profile that fails, does not finish in
-// time, prints anything, or changes directory is not snapshotted: the
+// time, prints anything, leaves more than [MaxSize], changes directory,
+// or defines a function named builtin is not snapshotted: the
 // caller runs the real login shell, and the reason is logged once.
 // Concurrent callers wait for one snapshot (never longer than its time
 // bound) rather than each taking one.

@@ -643,3 +643,56 @@ autoload() { : }
 		})
 	}
 }
+
+// TestSizeIsBounded: a profile that leaves more than MaxSize of state is
+// not snapshotted.
+func TestSizeIsBounded(t *testing.T) {
+	bash := shellPath(t, "bash")
+	h := home(t, map[string]string{".bash_profile": `export BIG="$(head -c 600000 /dev/zero | tr '\0' x)"` + "\n"})
+	c := newCache(t, Options{})
+	snap, why := c.Get(context.Background(), request(Bash, bash, h, ".bash_profile"))
+	if snap != nil || !strings.Contains(why, "more than 512 KiB") {
+		t.Errorf("Get = %v, %q; want none: too large", snap, why)
+	}
+	if entries, _ := os.ReadDir(c.Dir()); len(entries) != 0 {
+		t.Errorf("%s holds %d files", c.Dir(), len(entries))
+	}
+}
+
+// TestSupersededAreBounded: snapshots replaced in quick succession (a
+// profile that keeps changing) leave at most maxSuperseded files behind.
+func TestSupersededAreBounded(t *testing.T) {
+	bash := shellPath(t, "bash")
+	h := home(t, map[string]string{".bash_profile": "export V=1\n"})
+	c := newCache(t, Options{TTL: time.Nanosecond})
+	req := request(Bash, bash, h, ".bash_profile")
+	for range maxSuperseded + 8 {
+		get(t, c, req)
+	}
+	entries, _ := os.ReadDir(c.Dir())
+	if len(entries) > maxSuperseded+1 {
+		t.Errorf("%d files after %d snapshots replaced each other, want at most %d", len(entries), maxSuperseded+8, maxSuperseded+1)
+	}
+}
+
+// TestKeptByDirectory: a profile that reads a file of the directory it
+// starts in (mise's or a .localenv) gets a snapshot for each directory.
+func TestKeptByDirectory(t *testing.T) {
+	bash := shellPath(t, "bash")
+	h := home(t, map[string]string{".bash_profile": `[ -f "$PWD/.localenv" ] && . "$PWD/.localenv"; export V="${V-none}"` + "\n"})
+	project := filepath.Join(h, "project")
+	if err := os.Mkdir(project, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(project, ".localenv"), []byte("V=project\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := newCache(t, Options{})
+	for _, tt := range []struct{ dir, want string }{{h, "none\n"}, {project, "project\n"}, {h, "none\n"}} {
+		req := request(Bash, bash, h, ".bash_profile")
+		req.Dir = tt.dir
+		if got := probe(t, get(t, c, req), req, "echo $V"); got != tt.want {
+			t.Errorf("in %s V = %q, want %q", tt.dir, got, tt.want)
+		}
+	}
+}
