@@ -23,7 +23,7 @@ var allowedInternal = map[string][]string{
 	"procstore": nil,                             // the session table and output buffers
 	"policy":    nil,                             // what commands stand for and which may run unasked
 	"audit":     nil,                             // appends the audit trail
-	"shellsnap": nil,                             // snapshots of login profiles; the caller runs the shells
+	"shellsnap": {"fspath"},                      // snapshots of login profiles; the caller runs the shells
 	"patch":     {"fspath"},                      // parses and applies patches; knows no approvals
 	"ptyio":     {"procfs"},                      // terminals, and whether one waits for input
 	"proctest":  {"procfs"},                      // test helper: finds processes by marker

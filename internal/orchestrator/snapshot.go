@@ -35,9 +35,8 @@ type SnapshotOptions struct {
 	// Timeout bounds taking one; 0 means shellsnap.DefaultTimeout.
 	Timeout time.Duration
 	// Dirs are where execd may make its private directory of snapshots,
-	// in order; the first out of the writable roots is used. nil means
-	// $XDG_RUNTIME_DIR, /run/user/UID, the temporary directory and, for
-	// root, /run.
+	// in order; the first that suits is used (snapshotDir). nil means
+	// defaultSnapshotDirs.
 	Dirs []string
 }
 
@@ -68,25 +67,45 @@ func (o *Orchestrator) initSnapshots(opts *SnapshotOptions, base []string, env E
 }
 
 // defaultSnapshotDirs are where snapshots may be kept: the user's
-// runtime directory, the temporary directory (when it is no writable
-// root: exclude_slash_tmp, or no sandbox) and, for root, /run.
+// runtime directory and, for root, /run. Never a directory others may
+// write in, sticky or not, nor one below such (an XDG_RUNTIME_DIR in
+// /tmp): another sandbox of the same user, another execd's, writes
+// there and could rename execd's directory or write into it; its
+// commands, or execd's outside any sandbox, would then run what it put
+// in a snapshot.
 func defaultSnapshotDirs(base []string) []string {
 	var dirs []string
-	if d, _ := lookupEnv(base, "XDG_RUNTIME_DIR"); filepath.IsAbs(d) {
+	if d, _ := lookupEnv(base, "XDG_RUNTIME_DIR"); filepath.IsAbs(d) && sharedAbove(d) == "" {
 		dirs = append(dirs, d)
 	}
-	dirs = append(dirs, "/run/user/"+strconv.Itoa(os.Getuid()), os.TempDir())
+	dirs = append(dirs, "/run/user/"+strconv.Itoa(os.Getuid()))
 	if os.Getuid() == 0 {
 		dirs = append(dirs, "/run")
 	}
 	return dirs
 }
 
+// sharedAbove returns the first directory above d (resolved) that others
+// may write in, or "".
+func sharedAbove(d string) string {
+	p, err := filepath.EvalSymlinks(d)
+	if err != nil {
+		return ""
+	}
+	for p != "/" {
+		p = filepath.Dir(p)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().Perm()&0o022 != 0 {
+			return p
+		}
+	}
+	return ""
+}
+
 // snapshotDir makes execd's private directory (mode 0700, a random name)
 // in the first of dirs that is a directory of the user's or root's,
-// writable by no one else (unless sticky, as /tmp: nobody else can then
-// rename what is in it), and out of every writable root: a sandboxed
-// command, though the same user, cannot write there.
+// writable by no one else (a sticky one, as /tmp, neither: the user's
+// other sandboxes write there), and out of every writable root: a
+// sandboxed command, though the same user, cannot write there.
 func (o *Orchestrator) snapshotDir(dirs []string) (string, error) {
 	var tried []string
 	for _, d := range dirs {
@@ -110,7 +129,7 @@ func (o *Orchestrator) makeSnapshotDir(d string) (string, string) {
 		return "", "not a directory"
 	case ok && int(st.Uid) != os.Getuid() && st.Uid != 0:
 		return "", "another user's"
-	case fi.Mode().Perm()&0o022 != 0 && fi.Mode()&fs.ModeSticky == 0:
+	case fi.Mode().Perm()&0o022 != 0:
 		return "", "writable by others"
 	case o.WritableRootOf(d) != "":
 		return "", "inside the writable root " + o.WritableRootOf(d)

@@ -212,3 +212,24 @@ func TestDeadExecdsSnapshotDirsAreRemoved(t *testing.T) {
 		}
 	}
 }
+
+// TestSnapshotDirsShareNothing: snapshots are never kept in a directory
+// others may write in, or below one (the user's other sandboxes, another
+// execd's, write in /tmp): only the user's runtime directory and, for
+// root, /run.
+func TestSnapshotDirsShareNothing(t *testing.T) {
+	inTmp := t.TempDir()
+	dirs := defaultSnapshotDirs([]string{"XDG_RUNTIME_DIR=" + inTmp})
+	for _, d := range dirs {
+		if d == inTmp || d == os.TempDir() {
+			t.Errorf("default snapshot directories %q hold %s, below the shared %s", dirs, d, os.TempDir())
+		}
+	}
+	if got := sharedAbove(inTmp); got != os.TempDir() {
+		t.Errorf("sharedAbove(%s) = %q, want %s", inTmp, got, os.TempDir())
+	}
+	o := newTest(t, func(opts *Options) { opts.Snapshots = &SnapshotOptions{Dirs: []string{os.TempDir()}} })
+	if _, why, _ := o.SnapshotStatus([]string{"bash", "-lc", "true"}); !strings.Contains(why, os.TempDir()+" (writable by others)") {
+		t.Errorf("the sticky %s was taken: %q", os.TempDir(), why)
+	}
+}

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/execd/execd/internal/fspath"
 )
 
 // Defaults of [Options].
@@ -183,6 +185,13 @@ func (c *Cache) Timeout() time.Duration { return c.opts.Timeout }
 // run the real login shell: the profile cannot be snapshotted, the
 // snapshot is not ready within the time bound, or ctx ended.
 func (c *Cache) Get(ctx context.Context, req Request) (*Snapshot, string) {
+	// Kept by the directory's physical path: a symlink a command
+	// retargets leads to another snapshot, not to another's.
+	dir, err := filepath.EvalSymlinks(req.Dir)
+	if err != nil {
+		return nil, fmt.Sprintf("the directory: %v", err)
+	}
+	req.Dir = dir
 	key, called := req.key(), time.Now()
 	deadline := time.NewTimer(c.opts.Timeout + waitSlack)
 	defer deadline.Stop()
@@ -377,7 +386,7 @@ func (c *Cache) check(req Request, res Result, marker string) (*state, error) {
 	case definesBuiltin.MatchString(st.funcs):
 		return nil, errors.New("the profile defines a function named builtin, which the snapshot relies on")
 	}
-	if dir, err := filepath.EvalSymlinks(req.Dir); err == nil && dir != st.pwd {
+	if st.pwd != req.Dir { // the physical path Get resolved
 		return nil, fmt.Errorf("the profile changes the directory (to %s)", st.pwd)
 	}
 	return st, nil
@@ -440,7 +449,7 @@ func writeFile(path, text string) error {
 func funcNamesIn(files []string) []string {
 	var names []string
 	for _, f := range files {
-		fh, err := os.Open(f)
+		fh, err := fspath.OpenRegular(f, 0) // a FIFO put there must not hang the take
 		if err != nil {
 			continue
 		}
@@ -464,6 +473,9 @@ type Info struct {
 // Info returns what is known of req's snapshot, and false when none was
 // taken or is being taken.
 func (c *Cache) Info(req Request) (Info, bool) {
+	if dir, err := filepath.EvalSymlinks(req.Dir); err == nil {
+		req.Dir = dir
+	}
 	c.mu.Lock()
 	e := c.entries[req.key()]
 	c.mu.Unlock()

@@ -696,3 +696,52 @@ func TestKeptByDirectory(t *testing.T) {
 		}
 	}
 }
+
+// TestFIFOStartupFile: a FIFO put where a startup file may be (sh's
+// files are read for their functions) neither hangs the take nor Close.
+func TestFIFOStartupFile(t *testing.T) {
+	dash := shellPath(t, "dash")
+	h := home(t, map[string]string{".profile": "export V=1\n"})
+	fifo := filepath.Join(h, ".shinit")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := newCache(t, Options{Timeout: time.Second})
+	t.Cleanup(func() { // a take blocked on it gets its writer, so that Close returns
+		if f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			f.Close()
+		}
+	})
+	req := request(Sh, dash, h, ".profile", ".shinit")
+	if snap, why := c.Get(context.Background(), req); snap == nil {
+		t.Errorf("no snapshot: %s", why)
+	}
+}
+
+// TestKeptByPhysicalDirectory: a workdir through a symlink that a
+// command retargets gets the snapshot of the directory it leads to.
+func TestKeptByPhysicalDirectory(t *testing.T) {
+	bash := shellPath(t, "bash")
+	h := home(t, map[string]string{".bash_profile": `[ -f .localenv ] && . ./.localenv; export V="${V-none}"` + "\n"})
+	for _, d := range []string{"a", "b"} {
+		if err := os.Mkdir(filepath.Join(h, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(h, d, ".localenv"), []byte("V="+d+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link := filepath.Join(h, "link")
+	c := newCache(t, Options{})
+	for _, target := range []string{"a", "b"} {
+		os.Remove(link)
+		if err := os.Symlink(target, link); err != nil {
+			t.Fatal(err)
+		}
+		req := request(Bash, bash, h, ".bash_profile")
+		req.Dir = link
+		if got := probe(t, get(t, c, req), req, "echo $V"); got != target+"\n" {
+			t.Errorf("through the link to %s V = %q, want %s", target, got, target)
+		}
+	}
+}
