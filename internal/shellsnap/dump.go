@@ -50,6 +50,9 @@ done
 // zshDump is the dump of zsh. It runs in an anonymous function whose first
 // command copies the options, then emulates zsh's own, so that options
 // the profile set (ksh_arrays, sh_word_split) do not change how it reads.
+// Each function is a record of its own: a stub of one marked for
+// autoloading is told by its whole text, which no other function's can
+// imitate.
 const zshDump = `{ () {
 \builtin local -a __execd_o
 __execd_o=("${(@kv)options}")
@@ -58,7 +61,9 @@ __execd_o=("${(@kv)options}")
 \builtin printf 'opt\0'; \builtin printf '%s=%s\n' "${__execd_o[@]}"; \builtin printf '\0'
 \builtin printf 'pwd\0'; \builtin pwd -P; \builtin printf '\0'
 \builtin printf 'umask\0'; \builtin umask; \builtin printf '\0'
-\builtin printf 'func\0'; \builtin typeset -f; \builtin printf '\0'
+for __execd_n in ${(ko)functions}; do
+  \builtin printf 'zfunc\0'; \builtin typeset -f -- "$__execd_n"; \builtin printf '\0'
+done
 \builtin printf 'alias\0'; \builtin alias -L; \builtin alias -sL; \builtin printf '\0'
 \builtin printf 'fpath\0%s\0' "$FPATH"
 if (( ${+ZDOTDIR} )); then \builtin printf 'zdotdir\0%s\0' "$ZDOTDIR"; fi
@@ -111,7 +116,8 @@ type state struct {
 	opts    string            // bash: set +o and shopt -p; zsh: NAME=on|off lines; sh: set +o
 	pwd     string            // the physical working directory
 	umask   string            // octal
-	funcs   string            // bash: declare -f; zsh: typeset -f
+	funcs   string            // bash: declare -f; zsh: typeset -f, the zfuncs together
+	zfuncs  []string          // zsh: typeset -f of each function
 	xfuncs  []string          // bash: the exported functions
 	aliases string            // bash: alias -p; zsh: alias -L and -sL; sh: alias commands, requoted
 	env     map[string]string // the exported variables
@@ -213,6 +219,9 @@ func (st *state) set(tag, payload string) error {
 		}
 	case "func":
 		st.funcs = payload
+	case "zfunc":
+		st.zfuncs = append(st.zfuncs, payload)
+		st.funcs += payload
 	case "xfunc":
 		for line := range strings.Lines(payload) {
 			if name, ok := strings.CutPrefix(strings.TrimSuffix(line, "\n"), "declare -fx "); ok {

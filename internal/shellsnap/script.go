@@ -91,13 +91,16 @@ func render(kind Kind, st *state, env []string, keep Filter) string {
 			fmt.Fprintf(&b, "%sexport -f %s\n", bi, quote(f))
 		}
 	case Zsh:
-		b.WriteString(autoloads.ReplaceAllStringFunc(st.funcs, func(def string) string {
-			m := autoloads.FindStringSubmatch(def)
-			if m[2] != "" {
-				return bi + "autoload -" + m[2] + " -- " + m[1] + "\n"
+		for _, def := range st.zfuncs {
+			if m := autoloadStub.FindStringSubmatch(def); m != nil {
+				fmt.Fprintf(&b, "%sautoload %s-- %s\n", bi, strings.TrimSuffix("-"+m[2]+" ", "- "), m[1])
+				continue
 			}
-			return bi + "autoload -- " + m[1] + "\n"
-		}))
+			b.WriteString(def)
+			if !strings.HasSuffix(def, "\n") {
+				b.WriteString("\n")
+			}
+		}
 		if !strings.HasSuffix(b.String(), "\n") {
 			b.WriteString("\n")
 		}
@@ -154,10 +157,10 @@ func writeEnv(b *strings.Builder, bi string, exported map[string]string, env []s
 	}
 }
 
-// autoloads finds, in zsh's typeset -f, a function marked for autoloading
-// and not loaded yet: it is marked again (its text would define a
-// function that loads itself, but typeset -f would show that text).
-var autoloads = regexp.MustCompile("(?m)^(\\S+) \\(\\) \\{\n\t# undefined\n\tbuiltin autoload -X([A-Za-z]*)\n\\}\n")
+// autoloadStub is zsh's typeset -f of a function marked for autoloading
+// and not loaded yet (its text would define a function that loads
+// itself, but typeset -f would show that text): it is marked again.
+var autoloadStub = regexp.MustCompile("^(\\S+) \\(\\) \\{\n\t# undefined\n\tbuiltin autoload -X([A-Za-z]*)\n\\}\n?$")
 
 // lastOptions change how the snapshot itself would run: they are set
 // after every other, in this order (xtrace last, so that nothing of the

@@ -745,3 +745,19 @@ func TestKeptByPhysicalDirectory(t *testing.T) {
 		}
 	}
 }
+
+// TestZshStubTextInAFunction: a function whose text holds what looks
+// like an autoload stub (in a string) is carried as it is; a real stub
+// is marked for autoloading again.
+func TestZshStubTextInAFunction(t *testing.T) {
+	zsh := shellPath(t, "zsh")
+	h := home(t, map[string]string{".zprofile": "f() { print -r -- 'head\nx () {\n\t# undefined\n\tbuiltin autoload -X\n}\ntail' }\nautoload -Uz myfn\n"})
+	c := newCache(t, Options{})
+	req := request(Zsh, zsh, h)
+	snap := get(t, c, req)
+	script := "f; typeset -f myfn"
+	want := run(t, []string{zsh, "-lc", script}, req.Env, h)
+	if got := probe(t, snap, req, script); got != want {
+		t.Errorf("with the snapshot:\n%s\nwant (-lc):\n%s", got, want)
+	}
+}
