@@ -210,7 +210,7 @@ func (l *Launcher) Covers(p *Policy) bool {
 		all[i] = openRoot{Root: r, fd: -1}
 	}
 	outer, inner := splitNested(all)
-	pl, err := planProtection(p, outer, all, inner)
+	pl, err := planProtection(p, outer, all, inner, newLookups())
 	if err != nil || pl.blind {
 		return false
 	}
