@@ -1,7 +1,9 @@
 package sandbox
 
 import (
+	"errors"
 	"os"
+	"slices"
 
 	"golang.org/x/sys/unix"
 
@@ -35,12 +37,14 @@ func (n node) same(dev, ino uint64) error {
 // memory: a plan walks each protected path from /, and looks up the
 // directories above an entry again, so that most of its lookups are
 // repeats; and each path then has one answer in the plan, even when the
-// file changes while execd plans.
+// file changes while execd plans. The lookups are kept in the order the
+// planner first asked for them, with their answers, for still.
 type lookups struct {
-	seen map[lookup]answer // nil: no memory, every lookup goes to the kernel
+	seen map[lookup]int // index in done; nil: no memory, every lookup goes to the kernel
+	done []answer
 }
 
-func newLookups() *lookups { return &lookups{seen: map[lookup]answer{}} }
+func newLookups() *lookups { return &lookups{seen: map[lookup]int{}} }
 
 type lookupOp uint8
 
@@ -58,9 +62,9 @@ type lookup struct {
 	path string
 }
 
-// answer is a lookup's answer, as far as the planner uses it: the error,
-// the node found, and what was read (a link's target, a pointer's path,
-// the submodule paths).
+// answer is a lookup's answer: the error, the node found, and what was
+// read (a link's target, a pointer's path, the submodule paths). The
+// planner uses no more of it than same compares.
 type answer struct {
 	lookup
 	err  error
@@ -71,12 +75,13 @@ type answer struct {
 
 // do makes c, or answers it from memory.
 func (lk *lookups) do(c lookup) answer {
-	if a, ok := lk.seen[c]; ok {
-		return a
+	if i, ok := lk.seen[c]; ok {
+		return lk.done[i]
 	}
 	a := c.make()
 	if lk.seen != nil {
-		lk.seen[c] = a
+		lk.seen[c] = len(lk.done)
+		lk.done = append(lk.done, a)
 	}
 	return a
 }
@@ -143,4 +148,35 @@ func (lk *lookups) readPointer(path string, gitfile bool) (string, error) {
 func (lk *lookups) isRegular(path string) bool {
 	n, err := lk.stat(path)
 	return err == nil && n.kind == unix.S_IFREG
+}
+
+// still reports whether every lookup made, made again in the same order,
+// gets the same answer; it stops at the first that does not. When all
+// do, the planner asking now would ask the same, in the same order, and
+// make the same plan: each lookup it makes is chosen by the policy and
+// the answers before it. Nothing is inferred from times: a file's
+// content is read again, for a write through a shared mapping whose page
+// is dirty already changes it without changing its size, mtime or ctime.
+func (lk *lookups) still() bool {
+	for i := range lk.done {
+		was := &lk.done[i]
+		if now := was.make(); !was.same(&now) {
+			return false
+		}
+	}
+	return true
+}
+
+// same reports whether the planner takes a and b for the same answer:
+// the same errno, or none, or another error (it looks for errnos only);
+// the same node; and the same text or paths read.
+func (a *answer) same(b *answer) bool {
+	return errnoOf(a.err) == errnoOf(b.err) && (a.err == nil) == (b.err == nil) &&
+		a.node == b.node && a.text == b.text && slices.Equal(a.list, b.list)
+}
+
+func errnoOf(err error) unix.Errno {
+	var errno unix.Errno
+	_ = errors.As(err, &errno)
+	return errno
 }
