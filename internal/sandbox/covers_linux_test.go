@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bytes"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -141,11 +142,28 @@ func (w *workspace) nest(t testing.TB) {
 
 func (w *workspace) path(name string) string { return filepath.Join(w.root, name) }
 
+// A launcher set up for the workspace covers it, the second time by
+// replaying the lookups of the first plan: the launcher, in its
+// namespace, and execd plan the same entries.
+func TestLauncherCoversByReplay(t *testing.T) {
+	w := newWorkspace(t)
+	w.nest(t)
+	l := startTestLauncher(t, w.policy)
+	first, second := l.Covers(&w.policy), l.Covers(&w.policy)
+	if !first || !second || l.replays() != 1 {
+		t.Fatalf("covered %v, %v, replays %d; want covered twice, the second time by replay", first, second, l.replays())
+	}
+	if want := plannedLauncher(t, w.policy).entries; !maps.Equal(l.entries, want) {
+		t.Errorf("the launcher protects %v, execd plans %v", l.entries, want)
+	}
+}
+
 // Covers answers from the last plan's lookups only while a plan would be
 // the same: each change a sandboxed command (or anyone) can make between
 // two launches that changes what a launch protects makes Covers plan
 // again and find the launcher short; a change that protects nothing new
-// leaves it covering, by replay or by planning again.
+// leaves it covering, by replay or by planning again. The launchers here
+// have no process (plannedLauncher): Covers looks at none.
 func TestLauncherCoversAfterChanges(t *testing.T) {
 	tests := []coversCase{
 		{name: "nothing changed", covered: true, replayed: true},
@@ -250,7 +268,7 @@ func TestLauncherCoversAfterChanges(t *testing.T) {
 			if tt.before != nil {
 				tt.before(t, w)
 			}
-			l := startTestLauncher(t, w.policy)
+			l := plannedLauncher(t, w.policy)
 			first, second := l.Covers(&w.policy), l.Covers(&w.policy)
 			if !first || !second || l.replays() != 1 {
 				t.Fatalf("before the change: covered %v, %v, replays %d; want covered twice, the second time by replay", first, second, l.replays())
@@ -269,6 +287,27 @@ func TestLauncherCoversAfterChanges(t *testing.T) {
 			}
 		})
 	}
+}
+
+// plannedLauncher is a launcher as Ready leaves one set up for p, without
+// its process: it protects the entries execd plans for p now, as a
+// launcher set up now would (TestLauncherCoversByReplay).
+func plannedLauncher(t *testing.T, p Policy) *Launcher {
+	t.Helper()
+	all := make([]openRoot, len(p.Roots))
+	for i, r := range p.Roots {
+		all[i] = openRoot{Root: r, fd: -1}
+	}
+	outer, inner := splitNested(all)
+	pl, err := planProtection(&p, outer, all, inner, &lookups{})
+	if err != nil || pl.blind {
+		t.Fatalf("plan: %v (blind %v)", err, pl.blind)
+	}
+	l := &Launcher{roots: p.Roots, entries: map[string]plannedEntry{}}
+	for path, e := range pl.entries {
+		l.entries[path] = plannedEntry{Path: path, Dev: e.dev, Ino: e.ino, ReadOnly: e.readOnly}
+	}
+	return l
 }
 
 type coversCase struct {
