@@ -23,7 +23,7 @@ func TestMain(m *testing.M) {
 }
 
 // hostSupport probes this host, skipping the test when it cannot sandbox.
-func hostSupport(t *testing.T) Support {
+func hostSupport(t testing.TB) Support {
 	t.Helper()
 	s := Probe(func(cmd *exec.Cmd) error { return cmd.Run() })
 	if err := s.Check(WorkspaceWrite); err != nil {
@@ -65,7 +65,7 @@ func runWrappedAs(t *testing.T, cred *syscall.Credential, sup Support, p Policy,
 }
 
 // roots returns dirs as writable roots.
-func roots(t *testing.T, dirs ...string) []Root {
+func roots(t testing.TB, dirs ...string) []Root {
 	t.Helper()
 	var out []Root
 	for _, d := range dirs {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -34,6 +35,10 @@ type Launcher struct {
 	ctl                                 *os.File // our end of the control socket, on the poller
 	roots                               []Root
 	entries                             map[string]plannedEntry // what it protects, by path
+
+	coverMu  sync.Mutex
+	covered  *coverage // guarded by coverMu: the last plan Covers found covered
+	replayed int       // guarded by coverMu: checks still answered, for tests
 
 	launchMu sync.Mutex    // one launch at a time
 	replies  chan reply    // the launcher's answers to launches
@@ -196,8 +201,12 @@ func (l *Launcher) Exited() bool {
 // would (p differing from the launcher's only in its command): the roots
 // are the directories they were, and every entry a launch would pin or
 // make read-only now is protected in the launcher's namespace as the same
-// file. A plan that a refused lookup made blind is never covered. It
-// costs the lookups of one plan (SPEC §8.3).
+// file. A plan that a refused lookup made blind is never covered.
+//
+// When the last plan that found the launcher covering p still gets the
+// same answer to each of its lookups, the plan would be the same: Covers
+// holds without planning. Otherwise it plans again, which costs the
+// lookups of one plan (SPEC §8.3).
 func (l *Launcher) Covers(p *Policy) bool {
 	for _, r := range l.roots {
 		var st unix.Stat_t
@@ -205,12 +214,20 @@ func (l *Launcher) Covers(p *Policy) bool {
 			return false
 		}
 	}
+	l.coverMu.Lock()
+	defer l.coverMu.Unlock()
+	if c := l.covered; c != nil && c.plans(p) && c.lookups.still() {
+		l.replayed++
+		return true
+	}
+	l.covered = nil
 	all := make([]openRoot, len(p.Roots))
 	for i, r := range p.Roots {
 		all[i] = openRoot{Root: r, fd: -1}
 	}
 	outer, inner := splitNested(all)
-	pl, err := planProtection(p, outer, all, inner)
+	lk := newLookups()
+	pl, err := planProtection(p, outer, all, inner, lk)
 	if err != nil || pl.blind {
 		return false
 	}
@@ -220,7 +237,35 @@ func (l *Launcher) Covers(p *Policy) bool {
 			return false
 		}
 	}
+	l.covered = &coverage{
+		roots: slices.Clone(p.Roots), names: slices.Clone(p.ProtectedNames),
+		paths: slices.Clone(p.ProtectedPaths), submodules: slices.Clone(p.SubmodulePaths),
+		lookups: lk,
+	}
 	return true
+}
+
+// coverage is a plan that found a launcher covering a policy: what of the
+// policy it was made from (copied: the caller may reuse its slices), and
+// the lookups it made.
+type coverage struct {
+	roots                    []Root
+	names, paths, submodules []string
+	lookups                  *lookups
+}
+
+// plans reports whether p has what the plan was made from: the same
+// roots, protected names, protected paths and submodule paths.
+func (c *coverage) plans(p *Policy) bool {
+	return slices.Equal(c.roots, p.Roots) && slices.Equal(c.names, p.ProtectedNames) &&
+		slices.Equal(c.paths, p.ProtectedPaths) && slices.Equal(c.submodules, p.SubmodulePaths)
+}
+
+// replays returns how many checks Covers answered without planning.
+func (l *Launcher) replays() int {
+	l.coverMu.Lock()
+	defer l.coverMu.Unlock()
+	return l.replayed
 }
 
 // Retire takes no more launches; the launcher exits once every process

@@ -15,7 +15,7 @@ import (
 
 // startTestLauncher starts a launcher for p, skipping where the host has
 // no PID namespace, and stops it at the test's end.
-func startTestLauncher(t *testing.T, p Policy) *Launcher {
+func startTestLauncher(t testing.TB, p Policy) *Launcher {
 	t.Helper()
 	sup := hostSupport(t)
 	if !sup.PIDNS {
@@ -49,7 +49,7 @@ func startTestLauncher(t *testing.T, p Policy) *Launcher {
 }
 
 // launched runs argv through l in dir and returns its output and status.
-func launched(t *testing.T, l *Launcher, dir string, argv ...string) (string, syscall.WaitStatus, error) {
+func launched(t testing.TB, l *Launcher, dir string, argv ...string) (string, syscall.WaitStatus, error) {
 	t.Helper()
 	r, w, err := os.Pipe()
 	if err != nil {

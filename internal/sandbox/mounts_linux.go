@@ -141,19 +141,19 @@ func isolateMounts(p *Policy, roots []openRoot) ([]openRoot, *plan, error) {
 
 // pinAndProtect plans the pins and read-only entries and applies them.
 func pinAndProtect(p *Policy, outer, roots, inner []openRoot) (*plan, error) {
-	pl, err := planProtection(p, outer, roots, inner)
+	pl, err := planProtection(p, outer, roots, inner, &lookups{})
 	if err != nil {
 		return nil, err
 	}
 	return pl, pl.apply()
 }
 
-// planProtection plans the pins and read-only entries of a launch. It
-// works from paths alone, so execd can plan outside the namespaces too
-// (roots with fd -1), with its own rights: it then sets blind where a
-// directory it may not search hid something.
-func planProtection(p *Policy, outer, roots, inner []openRoot) (*plan, error) {
-	pl := &plan{outer: outer, roots: rootsOf(roots), entries: map[string]*planned{}}
+// planProtection plans the pins and read-only entries of a launch,
+// looking files up with fs. It works from paths alone, so execd can plan
+// outside the namespaces too (roots with fd -1), with its own rights: it
+// then sets blind where a directory it may not search hid something.
+func planProtection(p *Policy, outer, roots, inner []openRoot, fs *lookups) (*plan, error) {
+	pl := &plan{fs: fs, outer: outer, roots: rootsOf(roots), entries: map[string]*planned{}}
 	for _, r := range inner {
 		if err := pl.pinRoot(r.Root); err != nil {
 			return nil, fmt.Errorf("writable root %s: %w", r.Path, err)
@@ -218,7 +218,7 @@ func Planned(roots []Root, names, submodules []string) (kept, readOnly []string,
 		all[i] = openRoot{Root: r, fd: -1}
 	}
 	outer, _ := splitNested(all)
-	pl := &plan{outer: outer, roots: roots, entries: map[string]*planned{}}
+	pl := &plan{fs: &lookups{}, outer: outer, roots: roots, entries: map[string]*planned{}}
 	for _, r := range roots {
 		if r.Shared {
 			continue
@@ -261,7 +261,7 @@ func (pl *plan) protectSubmodules(dir string, depth int) error {
 	if depth >= maxSubmoduleDepth {
 		return nil
 	}
-	subs, err := gitrepo.Submodules(dir)
+	subs, err := pl.fs.submodules(dir)
 	if err != nil {
 		pl.unreachable(err)
 		return nil
@@ -274,8 +274,7 @@ func (pl *plan) protectSubmodules(dir string, depth int) error {
 		// An uninitialized submodule has no .git yet: its (empty)
 		// directory is kept read-only instead, so that none is made.
 		rel := filepath.Join(sub, ".git")
-		var st unix.Stat_t
-		err := unix.Lstat(filepath.Join(dir, rel), &st)
+		_, err := pl.fs.lstat(filepath.Join(dir, rel))
 		if pl.unreachable(err); errors.Is(err, unix.ENOENT) {
 			rel = sub
 		}
@@ -299,8 +298,7 @@ func (pl *plan) protectBelow(dir, rel string) error {
 	if name == "" || name == "." || name == ".." || name == "/" {
 		return nil
 	}
-	var st unix.Stat_t
-	if err := unix.Lstat(gitrepo.Join(dir, rel), &st); pl.unreachable(err) {
+	if _, err := pl.fs.lstat(gitrepo.Join(dir, rel)); pl.unreachable(err) {
 		return nil // nothing there: nothing to pin the way to
 	}
 	mark := len(pl.added)
@@ -313,11 +311,11 @@ func (pl *plan) protectBelow(dir, rel string) error {
 		return err
 	}
 	for d := parent; enclosing(pl.outer, d) != nil; d = filepath.Dir(d) {
-		var st unix.Stat_t
-		if err := unix.Lstat(d, &st); err != nil {
+		n, err := pl.fs.lstat(d)
+		if err != nil {
 			return fmt.Errorf("%s: %w", d, err)
 		}
-		pl.add(d, &st, false)
+		pl.add(d, n, false)
 	}
 	if pl.budget < 0 {
 		pl.dropIfOverBudget(mark) // too deep: left alone
@@ -397,6 +395,7 @@ func pin(fd int) error {
 // in one pass: each once, parents before children, so that no pin hides
 // another, and read-only last.
 type plan struct {
+	fs      *lookups
 	outer   []openRoot // the roots not inside another, as mounted now
 	roots   []Root     // every root
 	entries map[string]*planned
@@ -428,7 +427,7 @@ type planned struct {
 
 // add plans to pin path, if it lies inside a writable root (elsewhere
 // every mount is read-only: nothing there can be renamed).
-func (pl *plan) add(path string, st *unix.Stat_t, readOnly bool) {
+func (pl *plan) add(path string, n node, readOnly bool) {
 	if enclosing(pl.outer, path) == nil {
 		return
 	}
@@ -436,7 +435,7 @@ func (pl *plan) add(path string, st *unix.Stat_t, readOnly bool) {
 	if e == nil {
 		pl.budget--
 		pl.added = append(pl.added, path)
-		e = &planned{path: path, dev: uint64(st.Dev), ino: st.Ino} //nolint:unconvert // Dev's type varies by architecture
+		e = &planned{path: path, dev: n.dev, ino: n.ino}
 		pl.entries[path] = e
 	}
 	e.readOnly = e.readOnly || readOnly
@@ -446,17 +445,17 @@ func (pl *plan) add(path string, st *unix.Stat_t, readOnly bool) {
 // its outer root.
 func (pl *plan) pinRoot(r Root) error {
 	pl.budget = pinsPerName
-	_, st, err := pl.walk("/", r.Path)
+	_, n, err := pl.walk("/", r.Path)
 	switch {
 	case errors.Is(err, errSkip):
 		err = unix.ENOENT // gone or hidden since it was opened
 	case err == nil:
-		err = sameIDs(&st, r.Dev, r.Ino)
+		err = n.same(r.Dev, r.Ino)
 	}
 	if err != nil {
 		return explainLookup(err)
 	}
-	pl.add(r.Path, &st, false)
+	pl.add(r.Path, n, false)
 	return nil
 }
 
@@ -488,8 +487,8 @@ const pinsPerName = 256
 // component at a time, planning to pin every directory and symlink it
 // passes inside a writable root. It returns the final path and its
 // status; errSkip when it is unreachable or under /proc.
-func (pl *plan) walk(dir, path string) (string, unix.Stat_t, error) {
-	var st unix.Stat_t
+func (pl *plan) walk(dir, path string) (string, node, error) {
+	var st node
 	cur := dir
 	if filepath.IsAbs(path) {
 		cur = "/"
@@ -509,15 +508,16 @@ func (pl *plan) walk(dir, path string) (string, unix.Stat_t, error) {
 		if next == "/proc" || strings.HasPrefix(next, "/proc/") || pl.budget < 0 || len(next) >= unix.PathMax {
 			return "", st, errSkip
 		}
-		switch err := unix.Lstat(next, &st); {
+		n, err := pl.fs.lstat(next)
+		switch {
 		case pl.unreachable(err):
 			return "", st, errSkip
 		case err != nil:
 			return "", st, fmt.Errorf("%s: %w", next, err)
 		}
-		if st.Mode&unix.S_IFMT != unix.S_IFLNK {
+		if n.kind != unix.S_IFLNK {
 			if len(todo) > 0 {
-				pl.add(next, &st, false)
+				pl.add(next, n, false)
 			}
 			cur = next
 			continue
@@ -525,8 +525,8 @@ func (pl *plan) walk(dir, path string) (string, unix.Stat_t, error) {
 		if links++; links > 40 || pl.budget < 0 || len(next) >= unix.PathMax {
 			return "", st, errSkip // a loop, a maze, or a path that cannot be reopened
 		}
-		pl.add(next, &st, false) // a symlink on the way: pinned, it cannot be pointed elsewhere
-		target, err := os.Readlink(next)
+		pl.add(next, n, false) // a symlink on the way: pinned, it cannot be pointed elsewhere
+		target, err := pl.fs.readlink(next)
 		if err != nil {
 			return "", st, err
 		}
@@ -535,7 +535,8 @@ func (pl *plan) walk(dir, path string) (string, unix.Stat_t, error) {
 		}
 		todo = append(strings.Split(target, "/"), todo...)
 	}
-	if err := unix.Stat(cur, &st); err != nil { // cur is the final object; "." or ".." may have led here
+	st, err := pl.fs.stat(cur) // cur is the final object; "." or ".." may have led here
+	if err != nil {
 		return "", st, errSkip
 	}
 	return cur, st, nil
@@ -560,18 +561,18 @@ func (pl *plan) protectNames(root Root, names []string) error {
 }
 
 func (pl *plan) protectName(root Root, name, path string) error {
-	var st unix.Stat_t
-	switch err := unix.Lstat(path, &st); {
+	n, err := pl.fs.lstat(path)
+	switch {
 	case pl.unreachable(err):
 		return nil
 	case err != nil:
 		return err
 	}
-	kind := st.Mode & unix.S_IFMT
+	kind := n.kind
 	if (kind != unix.S_IFDIR && kind != unix.S_IFREG && kind != unix.S_IFLNK) || containsRoot(path, pl.roots) {
 		return nil
 	}
-	pl.add(path, &st, kind != unix.S_IFLNK)
+	pl.add(path, n, kind != unix.S_IFLNK)
 	final := path
 	if kind == unix.S_IFLNK {
 		var err error
@@ -594,8 +595,8 @@ func (pl *plan) protectName(root Root, name, path string) error {
 // cannot point them elsewhere.
 func (pl *plan) protectRepository(dir, git string) error {
 	repo := git
-	if isRegular(git) {
-		target, err := gitrepo.ReadPointer(git, "gitdir: ")
+	if pl.fs.isRegular(git) {
+		target, err := pl.fs.readPointer(git, true)
 		if err != nil {
 			pl.unreachable(err)
 			return nil // not a gitdir pointer: git will not use it
@@ -605,10 +606,10 @@ func (pl *plan) protectRepository(dir, git string) error {
 		}
 	}
 	commondir, err := pl.protectTarget(repo, "commondir")
-	if err != nil || commondir == "" || !isRegular(commondir) {
+	if err != nil || commondir == "" || !pl.fs.isRegular(commondir) {
 		return err
 	}
-	common, err := gitrepo.ReadPointer(commondir, "")
+	common, err := pl.fs.readPointer(commondir, false)
 	if err != nil {
 		pl.unreachable(err)
 		return nil
@@ -630,11 +631,6 @@ func (pl *plan) dropIfOverBudget(mark int) {
 	pl.added = pl.added[:mark]
 }
 
-func isRegular(path string) bool {
-	var st unix.Stat_t
-	return unix.Stat(path, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG
-}
-
 // protectTarget plans to make what path (from dir) leads to read-only,
 // with every directory and symlink on the way pinned. It returns the
 // target's path, or "" when it is unreachable, under /proc, not a file or
@@ -649,19 +645,18 @@ func (pl *plan) protectTarget(dir, path string) (string, error) {
 	case err != nil:
 		return "", err
 	}
-	kind := st.Mode & unix.S_IFMT
-	if (kind != unix.S_IFDIR && kind != unix.S_IFREG) || containsRoot(final, pl.roots) {
+	if (st.kind != unix.S_IFDIR && st.kind != unix.S_IFREG) || containsRoot(final, pl.roots) {
 		return "", nil
 	}
 	// ".." may have led here past directories the walk did not pin.
 	for d := filepath.Dir(final); enclosing(pl.outer, d) != nil; d = filepath.Dir(d) {
-		var dst unix.Stat_t
-		if err := unix.Lstat(d, &dst); err != nil {
+		n, err := pl.fs.lstat(d)
+		if err != nil {
 			return "", fmt.Errorf("%s: %w", d, err)
 		}
-		pl.add(d, &dst, false)
+		pl.add(d, n, false)
 	}
-	pl.add(final, &st, true)
+	pl.add(final, st, true)
 	return final, nil
 }
 
