@@ -37,7 +37,7 @@ type Launcher struct {
 	entries                             map[string]plannedEntry // what it protects, by path
 
 	coverMu  sync.Mutex
-	covered  *coverage // guarded by coverMu: the last plan Covers found covered
+	covered  *coverage // guarded by coverMu: the last plan Covers found covered; read only once set
 	replayed int       // guarded by coverMu: checks still answered, for tests
 
 	launchMu sync.Mutex    // one launch at a time
@@ -214,13 +214,17 @@ func (l *Launcher) Covers(p *Policy) bool {
 			return false
 		}
 	}
+	// The replay and the plan run unlocked: launches in parallel check
+	// in parallel (a coverage is read only once made).
 	l.coverMu.Lock()
-	defer l.coverMu.Unlock()
-	if c := l.covered; c != nil && c.plans(p) && c.lookups.still() {
+	c := l.covered
+	l.coverMu.Unlock()
+	if c != nil && c.plans(p) && c.lookups.still() {
+		l.coverMu.Lock()
 		l.replayed++
+		l.coverMu.Unlock()
 		return true
 	}
-	l.covered = nil
 	all := make([]openRoot, len(p.Roots))
 	for i, r := range p.Roots {
 		all[i] = openRoot{Root: r, fd: -1}
@@ -237,11 +241,14 @@ func (l *Launcher) Covers(p *Policy) bool {
 			return false
 		}
 	}
-	l.covered = &coverage{
+	c = &coverage{
 		roots: slices.Clone(p.Roots), names: slices.Clone(p.ProtectedNames),
 		paths: slices.Clone(p.ProtectedPaths), submodules: slices.Clone(p.SubmodulePaths),
 		lookups: lk,
 	}
+	l.coverMu.Lock()
+	l.covered = c
+	l.coverMu.Unlock()
 	return true
 }
 
