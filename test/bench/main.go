@@ -323,48 +323,53 @@ func roundTrip(d *daemon, n int) error {
 }
 
 func inFlight(d *daemon, n int) error {
-	const workers = 8
-	per := max(n/workers, 10)
-	measure := func(one func() error) ([]time.Duration, time.Duration, error) {
-		var mu sync.Mutex
-		var all []time.Duration
-		var firstErr error
-		var wg sync.WaitGroup
-		t0 := time.Now()
-		for range workers {
-			wg.Go(func() {
-				for range per {
-					s := time.Now()
-					err := one()
-					mu.Lock()
-					all = append(all, time.Since(s))
-					if err != nil && firstErr == nil {
-						firstErr = err
-					}
-					mu.Unlock()
-				}
-			})
-		}
-		wg.Wait()
-		return all, time.Since(t0), firstErr
-	}
-	viaExecd, wallExecd, err := measure(func() error {
+	per := max(n/inFlightWorkers, 10)
+	viaExecd, wallExecd, err := parallel(per, func() error {
 		_, err := d.tool("shell", map[string]any{"command": []string{"true"}})
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	direct, wallDirect, err := measure(func() error { return exec.Command("true").Run() })
+	direct, wallDirect, err := parallel(per, func() error { return exec.Command("true").Run() })
 	if err != nil {
 		return err
 	}
-	total := float64(workers * per)
+	total := float64(inFlightWorkers * per)
 	ratio := float64(pct(viaExecd, 50)) / float64(pct(direct, 50))
 	report("8 calls in flight", fmt.Sprintf("p50 %v p95 %v, %.0f calls/s; direct p50 %v p95 %v, %.0f spawns/s; ratio of medians %.2f",
 		pct(viaExecd, 50), pct(viaExecd, 95), total/wallExecd.Seconds(), pct(direct, 50), pct(direct, 95),
 		total/wallDirect.Seconds(), ratio), "(no target)", true)
 	return nil
+}
+
+// inFlightWorkers is how many calls parallel keeps in flight.
+const inFlightWorkers = 8
+
+// parallel runs one per times on each of inFlightWorkers goroutines and
+// returns every call's duration and the wall time of all of them.
+func parallel(per int, one func() error) ([]time.Duration, time.Duration, error) {
+	var mu sync.Mutex
+	var all []time.Duration
+	var firstErr error
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	for range inFlightWorkers {
+		wg.Go(func() {
+			for range per {
+				s := time.Now()
+				err := one()
+				mu.Lock()
+				all = append(all, time.Since(s))
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return all, time.Since(t0), firstErr
 }
 
 func bigOutput(d *daemon) error {
