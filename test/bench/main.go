@@ -8,9 +8,10 @@
 //     directly, and execd's peak RSS (VmHWM) after it;
 //   - startup to the initialize response, and idle RSS;
 //   - sessions: exec_command of a tty `cat` (it returns when cat waits for
-//     input), write_stdin "echo $FOO" to an idle bash -i against the same
-//     exchange on a PTY of our own (the floor), and the RSS that 64 idle
-//     sessions add;
+//     input) against spawning cat on a PTY of our own until it blocks
+//     reading it, interleaved; write_stdin "echo $FOO" to an idle bash -i
+//     against the same exchange on a PTY of our own (the floor), alone and
+//     under two busy loops; and the RSS that 64 idle sessions add;
 //   - approvals: a call whose rule says prompt, answered at once by the
 //     client, against the same call without a rule (approval.go);
 //   - patches: a 2,000-line, 200-chunk patch on a 100,000-line file
@@ -18,10 +19,14 @@
 //     git apply (patch.go);
 //   - the policy's decision on a 2 KiB script against parsing it
 //     (policy.go);
-//   - the sandbox: launch overhead, a sandboxed round trip and the seccomp
+//   - the sandbox: the resident launcher's launch overhead (and the
+//     helper's, which it replaced), a sandboxed round trip and calls/s
+//     with 8 in flight against an unsandboxed daemon, and the seccomp
 //     filter's cost per system call (sandbox.go).
 //
-// Targets (issues #2 to #6) are printed next to each number.
+// Targets (issues #2 to #6, #12, #13 and #15) are printed next to each
+// number. `-only NAME` runs one group: patch, policy, load, sessions or
+// sandbox.
 package main
 
 import (
@@ -49,7 +54,7 @@ func main() {
 		os.Exit(code)
 	}
 	n := flag.Int("n", 400, "samples per round-trip measurement")
-	only := flag.String("only", "", `run one benchmark only: "patch", "policy", "load" or "sandbox"`)
+	only := flag.String("only", "", `run one benchmark only: "patch", "policy", "load", "sessions" or "sandbox"`)
 	flag.Parse()
 	if err := run(*n, *only); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -87,10 +92,12 @@ func run(n int, only string) error {
 		return flood(bin, cfg, dir, 100_000)
 	case "policy":
 		return policyBench()
+	case "sessions":
+		return sessions(bin, cfg, dir, n)
 	case "sandbox":
 		return sandboxBench(bin, dir, n)
 	default:
-		return fmt.Errorf("-only %q: the benchmarks that run alone are: patch, policy, load, sandbox", only)
+		return fmt.Errorf("-only %q: the benchmarks that run alone are: patch, policy, load, sessions, sandbox", only)
 	}
 
 	if err := startup(bin, cfg, dir); err != nil {
