@@ -18,6 +18,8 @@ type Stat struct {
 	PPID    int
 	PGRP    int
 	Session int
+	// Threads is num_threads; 0 when the line stops before it.
+	Threads int
 }
 
 // Zombie reports whether the process has exited and awaits its parent's
@@ -95,6 +97,12 @@ func parseStat(b []byte) (Stat, error) {
 	var err error
 	for j, dst := range []*int{&s.PPID, &s.PGRP, &s.Session} {
 		if *dst, err = strconv.Atoi(string(f[j+1])); err != nil {
+			return Stat{}, fmt.Errorf("procfs: malformed stat: %w", err)
+		}
+	}
+	const threadsField = 17 // num_threads, field 20 of proc_pid_stat(5), counted from the state
+	if len(f) > threadsField {
+		if s.Threads, err = strconv.Atoi(string(f[threadsField])); err != nil {
 			return Stat{}, fmt.Errorf("procfs: malformed stat: %w", err)
 		}
 	}

@@ -12,8 +12,11 @@ func TestParseStat(t *testing.T) {
 		want Stat
 		ok   bool
 	}{
-		{"42 (bash) S 1 42 42 34816 42 4194560 ...", Stat{'S', 1, 42, 42}, true},
-		{"7 (a b) (c)) Z 6 5 4 0", Stat{'Z', 6, 5, 4}, true},
+		{"42 (bash) S 1 42 42 34816 42 4194560 ...", Stat{'S', 1, 42, 42, 0}, true},
+		{"7 (a b) (c)) Z 6 5 4 0", Stat{'Z', 6, 5, 4, 0}, true},
+		{"25171 (cat) R 25162 25162 3795 0 -1 4194304 101 0 0 0 0 0 0 0 20 0 1 0 7893979 3133440 389", Stat{'R', 25162, 25162, 3795, 1}, true},
+		{"9 (node) S 1 9 9 0 -1 4194304 101 0 0 0 0 0 0 0 20 0 11 0 7893979", Stat{'S', 1, 9, 9, 11}, true},
+		{"9 (x) S 1 9 9 0 -1 4194304 101 0 0 0 0 0 0 0 20 0 many 0", Stat{}, false},
 		{"7 no name here", Stat{}, false},
 		{"7 (x) S 1 2", Stat{}, false},
 		{"7 (x) S one 2 3", Stat{}, false},
@@ -31,7 +34,7 @@ func TestSelf(t *testing.T) {
 		t.Skip("no /proc")
 	}
 	s, err := ReadStat(os.Getpid())
-	if err != nil || s.PPID != os.Getppid() || s.Zombie() {
+	if err != nil || s.PPID != os.Getppid() || s.Zombie() || s.Threads < 1 {
 		t.Fatalf("own stat %+v, %v", s, err)
 	}
 	found := false

@@ -79,6 +79,12 @@ func (p *Pty) unreadInput() int {
 	return n
 }
 
+// InputPending reports whether the terminal holds input that no reader
+// has taken yet, input in transit included, or whether that cannot be
+// told. In canonical mode only complete lines count: a partial line is
+// not for a reader yet.
+func (p *Pty) InputPending() bool { return p.unreadInput() != 0 }
+
 // OutputPending reports whether the terminal has output that the reader
 // of [Pty.ReadEach] has not taken yet. poll(2) on the master first waits
 // for the kernel worker that moves what the command wrote to the
