@@ -1,7 +1,11 @@
 package procfs
 
 import (
+	"bytes"
+	"errors"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"runtime"
 	"testing"
 )
@@ -57,5 +61,20 @@ func TestReadCharsAdvances(t *testing.T) {
 	}
 	if _, err := parseRChar([]byte("wchar: 3\n")); err == nil {
 		t.Fatal("a file without rchar parsed")
+	}
+}
+
+func TestReadFile(t *testing.T) {
+	// Longer than the first buffer, so that it has to grow.
+	want := bytes.Repeat([]byte("0123456789abcdef"), 300)
+	path := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(path, want, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ReadFile(path); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("ReadFile = %d bytes, %v; want %d bytes", len(got), err, len(want))
+	}
+	if _, err := ReadFile(filepath.Join(t.TempDir(), "missing")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("ReadFile of a missing file: %v; want fs.ErrNotExist", err)
 	}
 }

@@ -25,9 +25,9 @@ func (p *Pty) MarkInput(leader, n int) InputMark {
 	if err != nil || pgrp <= 0 {
 		return m
 	}
-	for _, pid := range p.members(leader, pgrp) {
-		if c, err := procfs.ReadChars(pid); err == nil {
-			m.reads[pid] = c
+	for _, mb := range p.members(leader, pgrp) {
+		if c, err := procfs.ReadChars(mb.pid); err == nil {
+			m.reads[mb.pid] = c
 		}
 	}
 	return m

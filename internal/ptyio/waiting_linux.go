@@ -38,8 +38,8 @@ func (p *Pty) ForegroundWait(leader int) Wait {
 		return NotWaiting
 	}
 	reading, onlyInput := false, true
-	for _, pid := range members {
-		st, only := p.memberState(pid)
+	for _, m := range members {
+		st, only := p.memberState(m)
 		switch st {
 		case readingTTY:
 			reading = true
@@ -63,9 +63,16 @@ func (p *Pty) ForegroundWait(leader int) Wait {
 // ForegroundWait is Waiting or WaitingOnlyForInput.
 func (p *Pty) WaitingForInput(leader int) bool { return p.ForegroundWait(leader) != NotWaiting }
 
+// member is a live process of the foreground group, with the stat the
+// walk that found it read.
+type member struct {
+	pid  int
+	stat procfs.Stat
+}
+
 // members returns the live processes of process group pgrp in the
 // session led by leader.
-func (p *Pty) members(leader, pgrp int) []int {
+func (p *Pty) members(leader, pgrp int) []member {
 	if p.childFiles {
 		return groupMembers(leader, pgrp)
 	}
@@ -90,8 +97,8 @@ func haveChildFiles() bool {
 
 // groupMembers returns the live processes in process group pgrp among
 // leader and its descendants, found through /proc/PID/task/*/children.
-func groupMembers(leader, pgrp int) []int {
-	var members []int
+func groupMembers(leader, pgrp int) []member {
+	var members []member
 	queue := []int{leader}
 	seen := map[int]bool{}
 	for len(queue) > 0 && len(seen) < maxWalk {
@@ -106,23 +113,31 @@ func groupMembers(leader, pgrp int) []int {
 			continue
 		}
 		if st.PGRP == pgrp {
-			members = append(members, pid)
+			members = append(members, member{pid, st})
 		}
-		queue = append(queue, children(pid)...)
+		queue = append(queue, children(pid, st.Threads)...)
 	}
 	return members
 }
 
-// children lists pid's children, from every thread's children file.
-func children(pid int) []int {
+// children lists pid's children, from every thread's children file; a
+// process of one thread has one, its own.
+func children(pid, threads int) []int {
 	base := "/proc/" + strconv.Itoa(pid) + "/task/"
-	tasks, err := os.ReadDir(base)
-	if err != nil {
-		return nil // the process is gone
+	tasks := []string{strconv.Itoa(pid)}
+	if threads != 1 {
+		ents, err := os.ReadDir(base)
+		if err != nil {
+			return nil // the process is gone
+		}
+		tasks = tasks[:0]
+		for _, e := range ents {
+			tasks = append(tasks, e.Name())
+		}
 	}
 	var kids []int
 	for _, t := range tasks {
-		b, err := os.ReadFile(base + t.Name() + "/children")
+		b, err := procfs.ReadFile(base + t + "/children")
 		if err != nil {
 			continue // the thread exited meanwhile
 		}
@@ -136,26 +151,27 @@ func children(pid int) []int {
 }
 
 // scanGroup finds pgrp's live members by reading every process's stat.
-func scanGroup(pgrp int) []int {
-	var members []int
+func scanGroup(pgrp int) []member {
+	var members []member
 	_ = procfs.Each(func(pid int, s procfs.Stat) {
 		if s.PGRP == pgrp && !s.Zombie() {
-			members = append(members, pid)
+			members = append(members, member{pid, s})
 		}
 	})
 	return members
 }
 
-// memberState tells what pid's main thread sleeps in, and whether only
+// memberState tells what m's main thread sleeps in, and whether only
 // input (or a child's change of state, for waitingChild) or a signal can
-// end that sleep: pid has one thread and its wait has no timeout and no
-// descriptor but the terminal.
-func (p *Pty) memberState(pid int) (state, bool) {
-	st, err := procfs.ReadStat(pid)
-	if err != nil || st.State != 'S' {
+// end that sleep: m has one thread and its wait has no timeout and no
+// descriptor but the terminal. The stat is the walk's; /proc/PID/syscall,
+// read after it, says "running" if the process has woken since.
+func (p *Pty) memberState(m member) (state, bool) {
+	pid, st := m.pid, m.stat
+	if st.State != 'S' {
 		return busy, false
 	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/syscall")
+	b, err := procfs.ReadFile("/proc/" + strconv.Itoa(pid) + "/syscall")
 	if err != nil {
 		return p.wchanState(pid), false
 	}
@@ -290,7 +306,7 @@ func readMemory(pid int, addr uintptr, n int) ([]byte, bool) {
 // process asleep where terminal reads, polls and selects sleep, with the
 // terminal as stdin, or where wait4 sleeps.
 func (p *Pty) wchanState(pid int) state {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/wchan")
+	b, err := procfs.ReadFile("/proc/" + strconv.Itoa(pid) + "/wchan")
 	if err != nil {
 		return busy
 	}
