@@ -29,11 +29,11 @@ const (
 	// needs no window.
 	quietWindow = 5 * time.Millisecond
 	// firstProbe is when the first probe runs after the input (or the
-	// start), and the least time between two. Probes cost about 50 µs
-	// each; bash answers a line on a bare terminal in about 0.3 ms.
+	// start), and the least time between two. Probes cost 50-150 µs;
+	// bash answers a line on a bare terminal in about 0.3 ms.
 	firstProbe = 250 * time.Microsecond
 	// maxProbeInterval caps the back-off of probes while the session is
-	// busy or asleep: each probe that fails waits half as long again.
+	// busy or asleep.
 	maxProbeInterval = 100 * time.Millisecond
 	// SessionBuffer is the output a session keeps between calls: head and
 	// tail halves.
@@ -564,20 +564,24 @@ const (
 
 // collect waits until the process has exited, the deadline passes, ctx
 // ends or, when early is set, a probe finds the terminal waiting for
-// input (answered). Probes start firstProbe after the call and after
-// each output, and back off while the session is busy or asleep.
+// input (answered). The first probe runs firstProbe after the call; the
+// next, after each output or failed probe, after a quarter of the time
+// the call has run (so an answer comes at most a quarter late, in a
+// number of probes that grows with the log of the time), at least
+// firstProbe and at most the quiet window after output or
+// maxProbeInterval after a failed probe.
 func (s *session) collect(ctx context.Context, deadline time.Time, early func() bool) outcome {
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
 	var probe *probeTimer
 	var probeC <-chan struct{} // nil: no probes
 	since := time.Now()        // the quiet window counts from the input, at least
-	interval := firstProbe
+	backoff := func(limit time.Duration) time.Duration { return min(max(time.Since(since)/4, firstProbe), limit) }
 	if early != nil {
 		probe = newProbeTimer()
 		defer probe.Stop()
 		probeC = probe.C()
-		probe.Reset(interval)
+		probe.Reset(firstProbe)
 	}
 	for {
 		select {
@@ -591,8 +595,7 @@ func (s *session) collect(ctx context.Context, deadline time.Time, early func() 
 			return yielded
 		case <-s.notify:
 			if early != nil { // look again once the output has paused
-				interval = min(interval, s.o.quiet)
-				probe.Reset(interval)
+				probe.Reset(backoff(s.o.quiet))
 			}
 		case <-probeC:
 			wait := s.answered(early)
@@ -606,8 +609,7 @@ func (s *session) collect(ctx context.Context, deadline time.Time, early func() 
 			case wait == ptyio.Waiting: // it may be done: look again once the window has passed
 				probe.Reset(s.o.quiet - quiet)
 			default:
-				interval = min(interval*3/2, maxProbeInterval)
-				probe.Reset(interval)
+				probe.Reset(backoff(maxProbeInterval))
 			}
 		}
 	}
