@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"time"
 
 	"go.uber.org/zap"
 	"golang.org/x/sync/semaphore"
@@ -105,6 +106,7 @@ type Orchestrator struct {
 	launchers       launchers // the sandbox's resident launchers
 	sessions        *procstore.Store[*session]
 	sessionsRunning sync.WaitGroup // session pumps and waiters
+	quiet           time.Duration  // quietWindow; tests lengthen it
 	// sandboxErr is why the configured mode cannot be enforced, or nil.
 	sandboxErr error
 
@@ -136,6 +138,7 @@ func New(opts Options) (*Orchestrator, error) {
 		opts.Sandbox.Mode = sandbox.WorkspaceWrite
 	}
 	o := &Orchestrator{
+		quiet:    quietWindow,
 		log:      log,
 		reaper:   opts.Reaper,
 		cwd:      cwd,

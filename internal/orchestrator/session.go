@@ -21,11 +21,18 @@ import (
 
 // Session tuning (SPEC §4.3, §4.4, §5.1).
 const (
-	// quietWindow is how long a terminal must stay silent before a probe
-	// may decide the session waits for input.
+	// quietWindow is how long a terminal must stay silent, after the
+	// input and after its last output, before a probe may decide that a
+	// foreground that could wake without input (ptyio.Waiting) waits for
+	// input. One that only input can wake (ptyio.WaitingOnlyForInput)
+	// needs no window.
 	quietWindow = 5 * time.Millisecond
+	// firstProbe is when the first probe runs after the input (or the
+	// start), and the least time between two. Probes cost 50-150 µs;
+	// bash answers a line on a bare terminal in about 0.3 ms.
+	firstProbe = 250 * time.Microsecond
 	// maxProbeInterval caps the back-off of probes while the session is
-	// busy or asleep, which costs about 50 µs each.
+	// busy or asleep.
 	maxProbeInterval = 100 * time.Millisecond
 	// SessionBuffer is the output a session keeps between calls: head and
 	// tail halves.
@@ -560,32 +567,25 @@ const (
 )
 
 // collect waits until the process has exited, the deadline passes, ctx
-// ends or, when early is set, the terminal has been silent for the quiet
-// window, its foreground processes all wait to read it, none of its
-// output is still in transit, and early reports that the input written
-// for this call was read. Probes back off while
-// the session is busy or asleep.
+// ends or, when early is set, a probe finds the terminal waiting for
+// input (answered). The first probe runs firstProbe after the call; the
+// next, after each output or failed probe, after a quarter of the time
+// the call has run (so an answer comes at most a quarter late, in a
+// number of probes that grows with the log of the time), at least
+// firstProbe and at most the quiet window after output or
+// maxProbeInterval after a failed probe.
 func (s *session) collect(ctx context.Context, deadline time.Time, early func() bool) outcome {
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
-	var probe *time.Timer
-	var probeC <-chan time.Time
-	arm := func(d time.Duration) {
-		if probe == nil {
-			probe = time.NewTimer(d)
-			probeC = probe.C
-			return
-		}
-		probe.Reset(d)
-	}
-	defer func() {
-		if probe != nil {
-			probe.Stop()
-		}
-	}()
-	interval := quietWindow
+	var probe *probeTimer
+	var probeC <-chan struct{} // nil: no probes
+	since := time.Now()        // the quiet window counts from the input, at least
+	backoff := func(limit time.Duration) time.Duration { return min(max(time.Since(since)/4, firstProbe), limit) }
 	if early != nil {
-		arm(quietWindow)
+		probe = newProbeTimer()
+		defer probe.Stop()
+		probeC = probe.C()
+		probe.Reset(firstProbe)
 	}
 	for {
 		select {
@@ -598,24 +598,46 @@ func (s *session) collect(ctx context.Context, deadline time.Time, early func() 
 		case <-s.preempt: // another call on this session wants its turn
 			return yielded
 		case <-s.notify:
-			if early != nil {
-				interval = quietWindow
-				arm(quietWindow)
+			if early != nil { // look again once the output has paused
+				probe.Reset(backoff(s.o.quiet))
 			}
 		case <-probeC:
-			if quiet := time.Since(s.lastOutputAt()); quiet < quietWindow {
-				arm(quietWindow - quiet)
-				continue
+			wait := s.answered(early)
+			quiet := time.Since(since)
+			if last := s.lastOutputAt(); last.After(since) {
+				quiet = time.Since(last)
 			}
-			// In causal order: the input was read, then the program
-			// went back to waiting, then its output is all in.
-			if early() && s.pty.WaitingForInput(s.cmd.Process.Pid) && !s.pty.OutputPending() {
+			switch {
+			case wait == ptyio.WaitingOnlyForInput, wait == ptyio.Waiting && quiet >= s.o.quiet:
 				return waitingInput
+			case wait == ptyio.Waiting: // it may be done: look again once the window has passed
+				probe.Reset(s.o.quiet - quiet)
+			default:
+				probe.Reset(backoff(maxProbeInterval))
 			}
-			interval = min(2*interval, maxProbeInterval)
-			arm(interval)
 		}
 	}
+}
+
+// answered runs the probes in causal order: the input written for this
+// call was read (early), then the foreground waits for input again, then
+// none of its output is in transit. It returns ptyio.NotWaiting when one
+// of them fails, and ptyio.Waiting rather than WaitingOnlyForInput while
+// the terminal holds input no reader has taken: read counters also count
+// other reads than the terminal's (SPEC §4.4).
+func (s *session) answered(early func() bool) ptyio.Wait {
+	if !early() {
+		return ptyio.NotWaiting
+	}
+	taken := !s.pty.InputPending()
+	wait := s.pty.ForegroundWait(s.cmd.Process.Pid)
+	if wait == ptyio.NotWaiting || s.pty.OutputPending() {
+		return ptyio.NotWaiting
+	}
+	if wait == ptyio.WaitingOnlyForInput && !taken {
+		return ptyio.Waiting
+	}
+	return wait
 }
 
 // chunk drains the output collected so far. After the exit the whole

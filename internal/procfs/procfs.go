@@ -8,8 +8,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"slices"
 	"strconv"
+	"syscall"
 )
 
 // Stat is the part of /proc/PID/stat execd uses.
@@ -18,15 +21,53 @@ type Stat struct {
 	PPID    int
 	PGRP    int
 	Session int
+	// Threads is num_threads; 0 when the line stops before it.
+	Threads int
 }
 
 // Zombie reports whether the process has exited and awaits its parent's
 // wait (or is being torn down).
 func (s Stat) Zombie() bool { return s.State == 'Z' || s.State == 'X' }
 
+// ReadFile reads a small file of /proc whole with open, read until end
+// of file and close: os.ReadFile adds an fstat, an fcntl and an attempt
+// to register the descriptor with the runtime poller, which doubles the
+// cost of the probes that read several such files (ptyio). Errors are
+// *fs.PathError, as os.ReadFile's.
+func ReadFile(path string) ([]byte, error) {
+	fd, err := ignoringEINTR(func() (int, error) { return syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0) })
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer syscall.Close(fd)
+	b := make([]byte, 0, 512)
+	for {
+		if len(b) == cap(b) {
+			b = slices.Grow(b, cap(b))
+		}
+		n, err := ignoringEINTR(func() (int, error) { return syscall.Read(fd, b[len(b):cap(b)]) })
+		if err != nil {
+			return nil, &fs.PathError{Op: "read", Path: path, Err: err}
+		}
+		if n == 0 {
+			return b, nil
+		}
+		b = b[:len(b)+n]
+	}
+}
+
+func ignoringEINTR(f func() (int, error)) (int, error) {
+	for {
+		n, err := f()
+		if !errors.Is(err, syscall.EINTR) {
+			return n, err
+		}
+	}
+}
+
 // ReadStat reads /proc/PID/stat.
 func ReadStat(pid int) (Stat, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	b, err := ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return Stat{}, err
 	}
@@ -38,7 +79,7 @@ func ReadStat(pid int) (Stat, error) {
 // same permission as ptrace's read access: a process of the same user
 // that is not setuid.
 func ReadChars(pid int) (uint64, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/io")
+	b, err := ReadFile("/proc/" + strconv.Itoa(pid) + "/io")
 	if err != nil {
 		return 0, err
 	}
@@ -57,7 +98,7 @@ func parseRChar(b []byte) (uint64, error) {
 // in this process's PID namespace, from the pidfd's fdinfo: -1 once the
 // process has been reaped.
 func PidfdPid(fd int) (int, error) {
-	b, err := os.ReadFile("/proc/self/fdinfo/" + strconv.Itoa(fd))
+	b, err := ReadFile("/proc/self/fdinfo/" + strconv.Itoa(fd))
 	if err != nil {
 		return 0, err
 	}
@@ -95,6 +136,12 @@ func parseStat(b []byte) (Stat, error) {
 	var err error
 	for j, dst := range []*int{&s.PPID, &s.PGRP, &s.Session} {
 		if *dst, err = strconv.Atoi(string(f[j+1])); err != nil {
+			return Stat{}, fmt.Errorf("procfs: malformed stat: %w", err)
+		}
+	}
+	const threadsField = 17 // num_threads, field 20 of proc_pid_stat(5), counted from the state
+	if len(f) > threadsField {
+		if s.Threads, err = strconv.Atoi(string(f[threadsField])); err != nil {
 			return Stat{}, fmt.Errorf("procfs: malformed stat: %w", err)
 		}
 	}

@@ -25,9 +25,9 @@ func (p *Pty) MarkInput(leader, n int) InputMark {
 	if err != nil || pgrp <= 0 {
 		return m
 	}
-	for _, pid := range p.members(leader, pgrp) {
-		if c, err := procfs.ReadChars(pid); err == nil {
-			m.reads[pid] = c
+	for _, mb := range p.members(leader, pgrp) {
+		if c, err := procfs.ReadChars(mb.pid); err == nil {
+			m.reads[mb.pid] = c
 		}
 	}
 	return m
@@ -78,6 +78,12 @@ func (p *Pty) unreadInput() int {
 	})
 	return n
 }
+
+// InputPending reports whether the terminal holds input that no reader
+// has taken yet, input in transit included, or whether that cannot be
+// told. In canonical mode only complete lines count: a partial line is
+// not for a reader yet.
+func (p *Pty) InputPending() bool { return p.unreadInput() != 0 }
 
 // OutputPending reports whether the terminal has output that the reader
 // of [Pty.ReadEach] has not taken yet. poll(2) on the master first waits

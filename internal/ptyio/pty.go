@@ -31,6 +31,38 @@ type Size struct{ Rows, Cols uint16 }
 // DefaultSize is the size of a session's terminal (SPEC §4.3).
 var DefaultSize = Size{Rows: 24, Cols: 80}
 
+// Wait is what a probe found the terminal's foreground process group
+// doing (SPEC §4.4).
+type Wait int
+
+const (
+	// NotWaiting: a member runs or sleeps for something else, or the
+	// probe could not tell.
+	NotWaiting Wait = iota
+	// Waiting: every member is blocked reading the terminal, or waiting
+	// for its children, and at least one reads; but some member could
+	// also wake without input: its wait has a timeout or watches other
+	// descriptors (epoll counts so), it has other threads, or only its
+	// wchan could be read.
+	Waiting
+	// WaitingOnlyForInput: as Waiting, and every member is single-threaded
+	// and waits where only input, a child's change of state or a signal
+	// ends the wait: read(2) of the terminal without a VTIME timeout, or
+	// a poll or select whose only descriptor is the terminal and that has
+	// no timeout, or wait4/waitid.
+	WaitingOnlyForInput
+)
+
+func (w Wait) String() string {
+	switch w {
+	case Waiting:
+		return "waiting"
+	case WaitingOnlyForInput:
+		return "waiting only for input"
+	}
+	return "not waiting"
+}
+
 // Pty is a pseudo-terminal pair for one command.
 type Pty struct {
 	master *os.File // non-blocking, on the poller

@@ -5,6 +5,7 @@ package ptyio
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -161,30 +162,46 @@ func never(cond func() bool, d time.Duration) bool {
 	return true
 }
 
-func TestWaitingForInput(t *testing.T) {
+// TestForegroundWait checks what a probe makes of programs at rest:
+// waiting only for input where nothing but input (or a signal) can end
+// the wait, waiting where a timeout, another descriptor or another thread
+// could, and not waiting otherwise (SPEC §4.4).
+func TestForegroundWait(t *testing.T) {
+	const (
+		py       = "import sys,select,socket,os,termios,threading,time; "
+		tcp      = "s=socket.socket(); s.bind(('127.0.0.1',0)); s.listen(); "
+		nonCanon = "a=termios.tcgetattr(0); a[3]&=~termios.ICANON; a[6][termios.VMIN]=%d; a[6][termios.VTIME]=%d; termios.tcsetattr(0,termios.TCSANOW,a); os.read(0,1)"
+	)
 	tests := []struct {
-		name    string
-		argv    []string
-		ready   string // output that shows the program started
-		typed   string // typed after ready, if any
-		waiting bool
+		name  string
+		argv  []string
+		ready string // output that shows the program started
+		typed string // typed after ready, if any
+		want  Wait
 	}{
-		{"cat", []string{"cat"}, "", "", true},
-		{"cat under a login shell (no exec)", []string{"bash", "-lc", "cat"}, "", "", true},
-		{"login shell waiting for sleep", []string{"bash", "-lc", "sleep 30"}, "", "", false},
-		{"shell waiting for a setsid'd child", []string{"bash", "-c", "setsid sleep 30; true"}, "", "", false},
-		{"bash -i at its prompt", []string{"bash", "--norc", "-i"}, "$ ", "", true},
-		{"python3 REPL", []string{"python3", "-i", "-q"}, ">>> ", "", true},
-		{"node REPL", []string{"node", "-i"}, "> ", "", true},
-		{"sleep", []string{"sleep", "30"}, "", "", false},
-		{"bash -i running sleep", []string{"bash", "--norc", "-i"}, "$ ", "sleep 30\n", false},
-		{"python3 sleeping", []string{"python3", "-i", "-q"}, ">>> ", "import time; time.sleep(30)\n", false},
-		{"busy loop", []string{"bash", "-c", "while :; do :; done"}, "", "", false},
-		{"poll on nothing (a sleep)", []string{"python3", "-c", "import select; select.poll().poll(30000)"}, "", "", false},
-		{"poll on a socket", []string{"python3", "-c", "import socket,select; s=socket.socket(); s.bind(('127.0.0.1',0)); s.listen(); p=select.poll(); p.register(s); p.poll(30000)"}, "", "", false},
-		{"select on a socket", []string{"python3", "-c", "import socket,select; s=socket.socket(); s.bind(('127.0.0.1',0)); s.listen(); select.select([s],[],[],30)"}, "", "", false},
-		{"poll on the terminal", []string{"python3", "-c", "import sys,select; p=select.poll(); p.register(sys.stdin, select.POLLIN); p.poll(30000)"}, "", "", true},
-		{"select on the terminal", []string{"python3", "-c", "import sys,select; select.select([sys.stdin],[],[],30)"}, "", "", true},
+		{"cat", []string{"cat"}, "", "", WaitingOnlyForInput},
+		{"cat under a login shell (no exec)", []string{"bash", "-lc", "cat"}, "", "", WaitingOnlyForInput},
+		{"login shell waiting for sleep", []string{"bash", "-lc", "sleep 30"}, "", "", NotWaiting},
+		{"shell waiting for a setsid'd child", []string{"bash", "-c", "setsid sleep 30; true"}, "", "", NotWaiting},
+		{"bash -i at its prompt", []string{"bash", "--norc", "-i"}, "$ ", "", WaitingOnlyForInput},
+		{"python3 REPL", []string{"python3", "-i", "-q"}, ">>> ", "", WaitingOnlyForInput},
+		{"node REPL", []string{"node", "-i"}, "> ", "", Waiting},
+		{"sleep", []string{"sleep", "30"}, "", "", NotWaiting},
+		{"bash -i running sleep", []string{"bash", "--norc", "-i"}, "$ ", "sleep 30\n", NotWaiting},
+		{"python3 sleeping", []string{"python3", "-i", "-q"}, ">>> ", "import time; time.sleep(30)\n", NotWaiting},
+		{"busy loop", []string{"bash", "-c", "while :; do :; done"}, "", "", NotWaiting},
+		{"poll on nothing (a sleep)", []string{"python3", "-c", py + "select.poll().poll(30000)"}, "", "", NotWaiting},
+		{"poll on a socket", []string{"python3", "-c", py + tcp + "p=select.poll(); p.register(s); p.poll(30000)"}, "", "", NotWaiting},
+		{"select on a socket", []string{"python3", "-c", py + tcp + "select.select([s],[],[],30)"}, "", "", NotWaiting},
+		{"poll on the terminal", []string{"python3", "-c", py + "p=select.poll(); p.register(sys.stdin, select.POLLIN); p.poll()"}, "", "", WaitingOnlyForInput},
+		{"poll on the terminal, with a timeout", []string{"python3", "-c", py + "p=select.poll(); p.register(sys.stdin, select.POLLIN); p.poll(30000)"}, "", "", Waiting},
+		{"poll on the terminal and a socket", []string{"python3", "-c", py + tcp + "p=select.poll(); p.register(sys.stdin, select.POLLIN); p.register(s); p.poll()"}, "", "", Waiting},
+		{"select on the terminal", []string{"python3", "-c", py + "select.select([sys.stdin],[],[])"}, "", "", WaitingOnlyForInput},
+		{"select on the terminal, with a timeout", []string{"python3", "-c", py + "select.select([sys.stdin],[],[],30)"}, "", "", Waiting},
+		{"select on the terminal and a socket", []string{"python3", "-c", py + tcp + "select.select([sys.stdin,s],[],[])"}, "", "", Waiting},
+		{"read beside another thread", []string{"python3", "-c", py + "threading.Thread(target=time.sleep, args=(30,), daemon=True).start(); sys.stdin.readline()"}, "", "", Waiting},
+		{"non-canonical read, MIN 1", []string{"python3", "-c", py + fmt.Sprintf(nonCanon, 1, 0)}, "", "", WaitingOnlyForInput},
+		{"non-canonical read, MIN 0 and TIME 25.5 s", []string{"python3", "-c", py + fmt.Sprintf(nonCanon, 0, 255)}, "", "", Waiting},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -201,12 +218,21 @@ func TestWaitingForInput(t *testing.T) {
 				}
 				time.Sleep(100 * time.Millisecond) // let it start what was typed
 			}
-			probe := func() bool { return s.p.WaitingForInput(s.cmd.Process.Pid) }
-			if tt.waiting && !eventually(probe, 5*time.Second) {
-				t.Fatalf("never seen waiting for input; output %q", s.output())
+			probe := func() Wait { return s.p.ForegroundWait(s.cmd.Process.Pid) }
+			if tt.want == NotWaiting {
+				if !never(func() bool { return probe() != NotWaiting }, 500*time.Millisecond) {
+					t.Fatalf("seen waiting for input while it is not")
+				}
+				return
 			}
-			if !tt.waiting && !never(probe, 500*time.Millisecond) {
-				t.Fatalf("seen waiting for input while it is not")
+			if !eventually(func() bool { return probe() == tt.want }, 5*time.Second) {
+				t.Fatalf("never seen %v (last %v); output %q", tt.want, probe(), s.output())
+			}
+			if tt.want == Waiting && !never(func() bool { return probe() == WaitingOnlyForInput }, 200*time.Millisecond) {
+				t.Fatalf("seen waiting only for input while something else could wake it")
+			}
+			if !s.p.WaitingForInput(s.cmd.Process.Pid) {
+				t.Errorf("WaitingForInput = false; ForegroundWait = %v", probe())
 			}
 		})
 	}

@@ -8,5 +8,7 @@ var (
 	selectCalls = map[int]bool{unix.SYS_SELECT: true, unix.SYS_PSELECT6: true}
 	pollCalls   = map[int]bool{unix.SYS_POLL: true, unix.SYS_PPOLL: true}
 	epollCalls  = map[int]bool{unix.SYS_EPOLL_WAIT: true, unix.SYS_EPOLL_PWAIT: true, unix.SYS_EPOLL_PWAIT2: true}
-	waitCalls   = map[int]bool{unix.SYS_WAIT4: true, unix.SYS_WAITID: true}
+	// intTimeoutPolls take an int timeout; the others a timespec pointer.
+	intTimeoutPolls = map[int]bool{unix.SYS_POLL: true}
+	waitCalls       = map[int]bool{unix.SYS_WAIT4: true, unix.SYS_WAITID: true}
 )

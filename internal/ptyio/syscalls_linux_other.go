@@ -10,5 +10,7 @@ var (
 	selectCalls = map[int]bool{}
 	pollCalls   = map[int]bool{}
 	epollCalls  = map[int]bool{}
-	waitCalls   = map[int]bool{}
+	// intTimeoutPolls take an int timeout; the others a timespec pointer.
+	intTimeoutPolls = map[int]bool{}
+	waitCalls       = map[int]bool{}
 )

@@ -8,9 +8,10 @@
 //     directly, and execd's peak RSS (VmHWM) after it;
 //   - startup to the initialize response, and idle RSS;
 //   - sessions: exec_command of a tty `cat` (it returns when cat waits for
-//     input), write_stdin "echo $FOO" to an idle bash -i against the same
-//     exchange on a PTY of our own (the floor), and the RSS that 64 idle
-//     sessions add;
+//     input) against spawning cat on a PTY of our own until it blocks
+//     reading it, interleaved; write_stdin "echo $FOO" to an idle bash -i
+//     against the same exchange on a PTY of our own (the floor), alone and
+//     under two busy loops; and the RSS that 64 idle sessions add;
 //   - approvals: a call whose rule says prompt, answered at once by the
 //     client, against the same call without a rule (approval.go);
 //   - patches: a 2,000-line, 200-chunk patch on a 100,000-line file
@@ -18,12 +19,16 @@
 //     git apply (patch.go);
 //   - the policy's decision on a 2 KiB script against parsing it
 //     (policy.go);
-//   - the sandbox: launch overhead, a sandboxed round trip and the seccomp
+//   - the sandbox: the resident launcher's launch overhead (and the
+//     helper's, which it replaced), a sandboxed round trip and calls/s
+//     with 8 in flight against an unsandboxed daemon, and the seccomp
 //     filter's cost per system call (sandbox.go);
 //   - login shells: exec_command "true" with a profile that sleeps 0.2 s
 //     against login: false, sandboxed and not (login.go).
 //
-// Targets (issues #2 to #6) are printed next to each number.
+// Targets (issues #2 to #6, #12, #13 and #15) are printed next to each
+// number. `-only NAME` runs one group: patch, policy, load, sessions,
+// sandbox or login.
 package main
 
 import (
@@ -51,7 +56,7 @@ func main() {
 		os.Exit(code)
 	}
 	n := flag.Int("n", 400, "samples per round-trip measurement")
-	only := flag.String("only", "", `run one benchmark only: "patch", "policy", "load", "sandbox" or "login"`)
+	only := flag.String("only", "", `run one benchmark only: "patch", "policy", "load", "sessions", "sandbox" or "login"`)
 	flag.Parse()
 	if err := run(*n, *only); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -89,12 +94,14 @@ func run(n int, only string) error {
 		return flood(bin, cfg, dir, 100_000)
 	case "policy":
 		return policyBench()
+	case "sessions":
+		return sessions(bin, cfg, dir, n)
 	case "sandbox":
 		return sandboxBench(bin, dir, n)
 	case "login":
 		return loginBench(bin, dir, n)
 	default:
-		return fmt.Errorf("-only %q: the benchmarks that run alone are: patch, policy, load, sandbox, login", only)
+		return fmt.Errorf("-only %q: the benchmarks that run alone are: patch, policy, load, sessions, sandbox, login", only)
 	}
 
 	if err := startup(bin, cfg, dir); err != nil {
@@ -330,48 +337,53 @@ func roundTrip(d *daemon, n int) error {
 }
 
 func inFlight(d *daemon, n int) error {
-	const workers = 8
-	per := max(n/workers, 10)
-	measure := func(one func() error) ([]time.Duration, time.Duration, error) {
-		var mu sync.Mutex
-		var all []time.Duration
-		var firstErr error
-		var wg sync.WaitGroup
-		t0 := time.Now()
-		for range workers {
-			wg.Go(func() {
-				for range per {
-					s := time.Now()
-					err := one()
-					mu.Lock()
-					all = append(all, time.Since(s))
-					if err != nil && firstErr == nil {
-						firstErr = err
-					}
-					mu.Unlock()
-				}
-			})
-		}
-		wg.Wait()
-		return all, time.Since(t0), firstErr
-	}
-	viaExecd, wallExecd, err := measure(func() error {
+	per := max(n/inFlightWorkers, 10)
+	viaExecd, wallExecd, err := parallel(per, func() error {
 		_, err := d.tool("shell", map[string]any{"command": []string{"true"}})
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	direct, wallDirect, err := measure(func() error { return exec.Command("true").Run() })
+	direct, wallDirect, err := parallel(per, func() error { return exec.Command("true").Run() })
 	if err != nil {
 		return err
 	}
-	total := float64(workers * per)
+	total := float64(inFlightWorkers * per)
 	ratio := float64(pct(viaExecd, 50)) / float64(pct(direct, 50))
 	report("8 calls in flight", fmt.Sprintf("p50 %v p95 %v, %.0f calls/s; direct p50 %v p95 %v, %.0f spawns/s; ratio of medians %.2f",
 		pct(viaExecd, 50), pct(viaExecd, 95), total/wallExecd.Seconds(), pct(direct, 50), pct(direct, 95),
 		total/wallDirect.Seconds(), ratio), "(no target)", true)
 	return nil
+}
+
+// inFlightWorkers is how many calls parallel keeps in flight.
+const inFlightWorkers = 8
+
+// parallel runs one per times on each of inFlightWorkers goroutines and
+// returns every call's duration and the wall time of all of them.
+func parallel(per int, one func() error) ([]time.Duration, time.Duration, error) {
+	var mu sync.Mutex
+	var all []time.Duration
+	var firstErr error
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	for range inFlightWorkers {
+		wg.Go(func() {
+			for range per {
+				s := time.Now()
+				err := one()
+				mu.Lock()
+				all = append(all, time.Since(s))
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return all, time.Since(t0), firstErr
 }
 
 func bigOutput(d *daemon) error {

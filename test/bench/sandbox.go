@@ -11,13 +11,15 @@ import (
 	"github.com/execd/execd/internal/sandbox"
 )
 
-// sandboxBench measures the Linux sandbox (issue #4):
-//   - the launch overhead of the helper for `true`, without and with
-//     namespaces, against a plain spawn, interleaved, from this small
-//     process with execd's own binary as the helper (its package inits
-//     run at every launch);
+// sandboxBench measures the Linux sandbox (issues #4 and #15):
+//   - the launch overhead of `true` through a resident launcher, and of
+//     the helper it replaced without and with namespaces, against a plain
+//     spawn, interleaved, from this small process with execd's own binary
+//     as launcher and helper (its package inits run at every helper
+//     launch);
 //   - a sandboxed `shell ["true"]` round trip against an unsandboxed one,
-//     two daemons interleaved;
+//     two daemons interleaved, and both daemons' calls/s with 8 calls in
+//     flight;
 //   - what the seccomp filter costs a syscall-bound command (dd with
 //     1-byte blocks).
 func sandboxBench(bin, dir string, n int) error {
@@ -63,15 +65,18 @@ func sandboxBench(bin, dir string, n int) error {
 	}
 	base := pct(times[0], 50)
 	over := func(i int) time.Duration { return pct(times[i], 50) - base }
-	report("sandbox launch, no namespaces", fmt.Sprintf("p50 %v, overhead %v over a plain spawn (p50 %v)", pct(times[1], 50), over(1), base),
-		"overhead ≤ 2.7 ms", over(1) <= 2700*time.Microsecond)
+	// The helper is the path only where the host has no PID namespace for
+	// a launcher: its rows are informational since issue #15.
+	report("sandbox launch, helper, no ns", fmt.Sprintf("p50 %v, overhead %v over a plain spawn (p50 %v)", pct(times[1], 50), over(1), base),
+		"(none: the fallback; issue #4 asked ≤ 2.7 ms)", true)
 	nsOverhead := over(2)
-	report("sandbox launch, namespaces", fmt.Sprintf("p50 %v, overhead %v (user, mount, IPC, net; read-only mounts; .git)", pct(times[2], 50), nsOverhead),
-		"overhead ≤ 4.4 ms", nsOverhead <= 4400*time.Microsecond)
+	report("sandbox launch, helper, ns", fmt.Sprintf("p50 %v, overhead %v (user, mount, IPC, net; read-only mounts; .git)", pct(times[2], 50), nsOverhead),
+		"(none: the fallback; issue #4 asked ≤ 4.4 ms)", true)
 	if sup.PIDNS {
-		report("sandbox launch, launcher", fmt.Sprintf("p50 %v, overhead %v (a resident launcher in those namespaces and a PID namespace forks it: %.1f× faster than a helper)",
-			pct(times[3], 50), over(3), float64(pct(times[2], 50))/float64(pct(times[3], 50))),
-			"overhead ≤ 4.4 ms", over(3) <= 4400*time.Microsecond)
+		ratio := float64(over(3)) / float64(base)
+		report("sandbox launch, launcher", fmt.Sprintf("p50 %v, overhead %v = %.2f× a plain spawn (a resident launcher in those namespaces and a PID namespace forks it: %.1f× faster than the helper)",
+			pct(times[3], 50), over(3), ratio, float64(pct(times[2], 50))/float64(pct(times[3], 50))),
+			"overhead ≤ 0.3× a plain spawn", ratio <= 0.3)
 	}
 
 	if err := sandboxedRoundTrip(bin, dir, n); err != nil {
@@ -180,7 +185,8 @@ func interleave(samples int, fns ...func() error) ([][]time.Duration, error) {
 }
 
 // sandboxedRoundTrip compares shell ["true"] through a daemon in the
-// default workspace-write sandbox with one in danger-full-access.
+// default workspace-write sandbox with one in danger-full-access: one
+// call at a time, interleaved, then 8 in flight.
 func sandboxedRoundTrip(bin, dir string, n int) error {
 	open, err := daemonWith(bin, dir, "open", "[sandbox]\nmode = \"danger-full-access\"\n")
 	if err != nil {
@@ -203,8 +209,29 @@ func sandboxedRoundTrip(bin, dir string, n int) error {
 	if err != nil {
 		return err
 	}
-	report(`sandboxed shell ["true"]`, fmt.Sprintf("p50 %v p95 %v; unsandboxed p50 %v; overhead %v",
-		pct(times[1], 50), pct(times[1], 95), pct(times[0], 50), pct(times[1], 50)-pct(times[0], 50)), "(no target)", true)
+	ratio := float64(pct(times[1], 50)) / float64(pct(times[0], 50))
+	report(`sandboxed shell ["true"]`, fmt.Sprintf("p50 %v p95 %v; unsandboxed p50 %v p95 %v; ratio of medians %.2f",
+		pct(times[1], 50), pct(times[1], 95), pct(times[0], 50), pct(times[0], 95), ratio), "≤ 1.5× unsandboxed", ratio <= 1.5)
+
+	// 8 in flight on each daemon in turn, twice, so drift hits both alike:
+	// the launcher must not serialize launches.
+	per := max(n/inFlightWorkers, 10)
+	var rate [2]float64 // calls/s: unsandboxed, sandboxed
+	var lat [2][]time.Duration
+	for range 2 {
+		for i, d := range []*daemon{open, boxed} {
+			all, wall, err := parallel(per, call(d))
+			if err != nil {
+				return err
+			}
+			rate[i] += float64(len(all)) / wall.Seconds() / 2
+			lat[i] = append(lat[i], all...)
+		}
+	}
+	ratio = rate[1] / rate[0]
+	report("8 in flight, sandboxed", fmt.Sprintf("%.0f calls/s (p50 %v p95 %v); unsandboxed %.0f calls/s (p50 %v p95 %v); ratio %.2f",
+		rate[1], pct(lat[1], 50), pct(lat[1], 95), rate[0], pct(lat[0], 50), pct(lat[0], 95), ratio),
+		"≥ 0.7× unsandboxed calls/s", ratio >= 0.7)
 	return nil
 }
 
