@@ -122,18 +122,26 @@ echo x >> ~/runs
 		probe: `env -0 | LC_ALL=C sort -z | tr '\0' '\n' | grep -Ev '^(PWD|OLDPWD|SHLVL|_)='; alias; set +o; umask; echo "$0 $#"`},
 }
 
+// equivalenceHost finds shell (skipping the test where it is not
+// installed) and serves a snapshot host whose home holds profile.
+func equivalenceHost(t *testing.T, shell string, profile map[string]string) (string, *sandboxHost, *mcp.ClientSession) {
+	t.Helper()
+	path, err := exec.LookPath(shell)
+	if err != nil {
+		t.Skipf("%s is not installed (make test installs it)", shell)
+	}
+	h := snapshotHost(t, profile)
+	cs, _ := h.serveLogged("")
+	return path, h, cs
+}
+
 // TestSnapshotEquivalence: in the sandbox, a script run as a login shell
 // through execd sees what `SHELL -lc` run directly sees, while the
 // profile ran once, for the snapshot.
 func TestSnapshotEquivalence(t *testing.T) {
 	for _, tt := range equivalence {
 		t.Run(tt.shell, func(t *testing.T) {
-			shell, err := exec.LookPath(tt.shell)
-			if err != nil {
-				t.Skipf("%s is not installed (make test installs it)", tt.shell)
-			}
-			h := snapshotHost(t, tt.profile)
-			cs, _ := h.serveLogged("")
+			shell, h, cs := equivalenceHost(t, tt.shell, tt.profile)
 			var got string
 			for range 3 {
 				got = login(t, cs, shell, tt.probe)
@@ -342,12 +350,7 @@ func TestSnapshotScripts(t *testing.T) {
 	}
 	for _, tt := range equivalence {
 		t.Run(tt.shell, func(t *testing.T) {
-			shell, err := exec.LookPath(tt.shell)
-			if err != nil {
-				t.Skipf("%s is not installed (make test installs it)", tt.shell)
-			}
-			h := snapshotHost(t, tt.profile)
-			cs, _ := h.serveLogged("")
+			shell, h, cs := equivalenceHost(t, tt.shell, tt.profile)
 			for _, script := range scripts {
 				_, st, isErr := session(t, cs, "exec_command", map[string]any{"cmd": script, "shell": shell, "yield_time_ms": 10000})
 				direct := exec.Command(shell, "-lc", script)
